@@ -1,0 +1,1 @@
+"""The Streamlit app: pages call into core/ and draw with app/figures/."""

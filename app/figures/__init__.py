@@ -1,0 +1,1 @@
+"""Pure figure builders: data in, Plotly or Altair figure out. No Streamlit here."""

@@ -1,0 +1,12 @@
+"""Attention Explorer's core: the paper's Transformer, its training pieces, decoding and checkpoints."""
+from .attention import MultiHeadAttention, scaled_dot_product_attention
+from .checkpoint import CheckpointError, load_checkpoint, load_model, save_checkpoint
+from .config import PRESETS, TransformerConfig, preset
+from .decoding import beam_search, greedy_search
+from .layers import sinusoidal_table
+from .model import Transformer, label_smoothed_loss
+from .schedule import make_optimizer, noam_lr
+from .tokenizer import Tokenizer, clean_text, merge_attention, merge_words, word_ids
+from .translator import AttendResult, TranslationModel
+
+__all__ = [n for n in dir() if not n.startswith("_")]

@@ -1,0 +1,79 @@
+"""Parallel text as token ids, and batches by token count with length bucketing (paper, section 5.1)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+
+def read_parallel(folder, split: str, src_lang: str = "en", tgt_lang: str = "de"):
+    """Lines of folder/split.{src,tgt} as two equally long lists of strings."""
+    folder = Path(folder)
+    paths = [folder / f"{split}.{src_lang}", folder / f"{split}.{tgt_lang}"]
+    for p in paths:
+        if not p.exists():
+            raise FileNotFoundError(f"{p} is missing: run scripts/prepare_data.py first, or pass the right --data folder")
+    src, tgt = (p.read_text(encoding="utf-8").split("\n") for p in paths)
+    src, tgt = (x[:-1] if x and x[-1] == "" else x for x in (src, tgt))
+    if len(src) != len(tgt):
+        raise ValueError(f"{paths[0]} has {len(src)} lines but {paths[1]} has {len(tgt)}: they must be aligned")
+    return src, tgt
+
+
+def encode_pairs(tokenizer, src_lines, tgt_lines, eos_id: int, max_tokens: int | None = None):
+    """Tokenise pairs: source ids + </s>, target ids (the trainer adds <s> and </s>).
+
+    Pairs with a side longer than max_tokens are left out; returns (pairs, number left out).
+    """
+    pairs, skipped = [], 0
+    for s, t in zip(src_lines, tgt_lines):
+        s_ids, t_ids = tokenizer.encode(s, "src") + [eos_id], tokenizer.encode(t, "tgt")
+        if max_tokens and (len(s_ids) > max_tokens or len(t_ids) + 1 > max_tokens):
+            skipped += 1
+            continue
+        pairs.append((s_ids, t_ids))
+    return pairs, skipped
+
+
+def token_batches(lengths, max_tokens: int, seed: int | None = None) -> list[list[int]]:
+    """Group pair indices into batches of similar length, each within a padded-token budget.
+
+    lengths: (src_len, tgt_len) per pair. A batch's cost is its size times its longest side, so a
+    batch never holds more than max_tokens tokens including padding (a single over-long pair forms
+    a batch alone). With a seed, lengths get a little noise before sorting and the batch order is
+    shuffled, so each epoch differs; every pair is in exactly one batch.
+    """
+    g = torch.Generator().manual_seed(seed) if seed is not None else None
+    n = len(lengths)
+    key = torch.tensor([max(s, t) for s, t in lengths], dtype=torch.float64)
+    if g is not None:
+        key = key + torch.rand(n, generator=g, dtype=torch.float64) * 2   # break ties differently each epoch
+    order = torch.argsort(key).tolist()
+    batches, batch, longest = [], [], 0
+    for i in order:
+        L = max(lengths[i])
+        if batch and max(longest, L) * (len(batch) + 1) > max_tokens:
+            batches.append(batch)
+            batch, longest = [], 0
+        batch.append(i)
+        longest = max(longest, L)
+    if batch:
+        batches.append(batch)
+    if g is not None:
+        batches = [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
+    return batches
+
+
+def collate(pairs, idx, pad_id: int, bos_id: int, eos_id: int, device="cpu"):
+    """Pairs at idx -> src (B, S), decoder input <s>+y (B, T), decoder target y+</s> (B, T)."""
+    srcs = [pairs[i][0] for i in idx]
+    tins = [[bos_id] + pairs[i][1] for i in idx]
+    touts = [pairs[i][1] + [eos_id] for i in idx]
+
+    def pad(seqs):
+        out = torch.full((len(seqs), max(map(len, seqs))), pad_id, dtype=torch.long)
+        for j, s in enumerate(seqs):
+            out[j, : len(s)] = torch.tensor(s, dtype=torch.long)
+        return out.to(device, non_blocking=True)
+
+    return pad(srcs), pad(tins), pad(touts)

@@ -1,0 +1,120 @@
+"""The building blocks of the encoder and decoder stacks (paper, sections 3.1, 3.3 and 3.5)."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import MultiHeadAttention
+
+
+def sinusoidal_table(n_positions: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).
+
+    layout "interleaved" puts sin and cos of each frequency side by side (the paper);
+    "concat" puts all sines first, then all cosines (Marian / OPUS-MT). Returns (n_positions, d_model).
+    """
+    pos = torch.arange(n_positions, dtype=torch.float64)[:, None]                 # (P, 1)
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    angles = pos * freq                                                           # (P, d_model/2)
+    pe = torch.zeros(n_positions, d_model, dtype=torch.float64)
+    if layout == "interleaved":
+        pe[:, 0::2], pe[:, 1::2] = torch.sin(angles), torch.cos(angles[:, : d_model // 2])
+    else:
+        half = angles.shape[1]
+        pe[:, :half], pe[:, half:] = torch.sin(angles), torch.cos(angles[:, : d_model - half])
+    return pe.float()
+
+
+class PositionalEncoding(nn.Module):
+    """Adds position information to the embeddings: fixed sinusoids (3.5) or learned (Table 3, row E)."""
+
+    def __init__(self, d_model: int, max_len: int, kind: str = "sinusoidal", layout: str = "interleaved"):
+        super().__init__()
+        self.kind = kind
+        if kind == "sinusoidal":
+            self.register_buffer("table", sinusoidal_table(max_len, d_model, layout), persistent=False)
+        else:
+            self.table = nn.Parameter(torch.randn(max_len, d_model) * d_model ** -0.5)
+
+    def forward(self, x, start: int = 0):  # x: (B, T, d_model)
+        T = x.size(1)
+        if start + T > self.table.size(0):
+            raise ValueError(f"sequence of {start + T} positions is longer than the model's max_len "
+                             f"({self.table.size(0)})")
+        return x + self.table[start: start + T]
+
+
+class PositionwiseFeedForward(nn.Module):
+    """FFN(x) = max(0, x W1 + b1) W2 + b2 (3.3); swish instead of ReLU as a Marian option."""
+
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0):
+        super().__init__()
+        self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.act = F.relu if activation == "relu" else F.silu
+        self.dropout = nn.Dropout(dropout)  # inside the FFN, as in tensor2tensor's relu_dropout
+
+    def forward(self, x):
+        return self.w_2(self.dropout(self.act(self.w_1(x))))
+
+
+class Residual(nn.Module):
+    """A residual connection around a sublayer, with dropout and LayerNorm (3.1, 5.4).
+
+    post-norm (paper): LayerNorm(x + Dropout(Sublayer(x))); pre-norm: x + Dropout(Sublayer(LayerNorm(x))).
+    """
+
+    def __init__(self, d_model: int, dropout: float, norm: str, eps: float):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model, eps=eps)
+        self.dropout = nn.Dropout(dropout)
+        self.pre = norm == "pre"
+
+    def forward(self, x, sublayer):
+        """sublayer: a function of the (normalised) input returning (output, attention or None)."""
+        out, probs = sublayer(self.norm(x) if self.pre else x)
+        x = x + self.dropout(out)
+        return (x if self.pre else self.norm(x)), probs
+
+
+class EncoderLayer(nn.Module):
+    """One encoder layer: self-attention, then the feed-forward network (3.1)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.dropout)
+        self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout)
+        self.res_attn, self.res_ffn = (Residual(cfg.d_model, cfg.dropout, cfg.norm, cfg.layer_norm_eps)
+                                       for _ in range(2))
+
+    def forward(self, x, src_mask, need_weights=False):
+        x, probs = self.res_attn(x, lambda y: self.self_attn(y, y, y, src_mask, need_weights))
+        x, _ = self.res_ffn(x, lambda y: (self.ffn(y), None))
+        return x, probs
+
+
+class DecoderLayer(nn.Module):
+    """One decoder layer: masked self-attention, attention over the encoder output, then the FFN (3.1)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.dropout)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.dropout)
+        self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout)
+        self.res_self, self.res_cross, self.res_ffn = (
+            Residual(cfg.d_model, cfg.dropout, cfg.norm, cfg.layer_norm_eps) for _ in range(3))
+
+    def forward(self, x, memory, src_mask, tgt_mask, need_weights=False, cache=None):
+        """cache: None, or a dict {"self": {}, "cross": {}} kept between incremental decoding steps."""
+        c_self = c_cross = None
+        if cache is not None:
+            c_self, c_cross = cache.setdefault("self", {}), cache.setdefault("cross", {})
+        x, self_probs = self.res_self(
+            x, lambda y: self.self_attn(y, y, y, tgt_mask, need_weights, cache=c_self))
+        x, cross_probs = self.res_cross(
+            x, lambda y: self.cross_attn(y, memory, memory, src_mask, need_weights, cache=c_cross,
+                                         static_kv=True))
+        x, _ = self.res_ffn(x, lambda y: (self.ffn(y), None))
+        return x, self_probs, cross_probs

@@ -1,0 +1,137 @@
+"""A thin wrapper around SentencePiece: ids for the model, pieces for display, words for merged views.
+
+Merged (word-level) attention: a word's pieces are contiguous. The attention *to* a word is the
+sum over its pieces (the probability mass it receives, so rows still sum to 1); the attention
+*from* a word is the mean over its pieces' rows (each piece is one query). See merge_attention.
+"""
+from __future__ import annotations
+
+import json
+import unicodedata
+from pathlib import Path
+
+import numpy as np
+import sentencepiece as spm
+
+WORD_START = "\u2581"   # SentencePiece's "▁" marks a piece that begins a word
+
+
+def clean_text(text: str) -> str:
+    """NFKC-normalise, turn control characters into spaces, collapse whitespace."""
+    if not isinstance(text, str):
+        raise ValueError(f"expected text, got {type(text).__name__}")
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(" " if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") and c != "\u200d" else c
+                   for c in text)
+    return " ".join(text.split())
+
+
+class Tokenizer:
+    """Source and target SentencePiece models over one vocabulary of ids.
+
+    Our checkpoints use one shared model (`spm.model`). Imported Marian checkpoints have two
+    (`source.spm`, `target.spm`) and a `vocab.json` mapping pieces to ids.
+    """
+
+    def __init__(self, src_proto: bytes, tgt_proto: bytes | None = None, vocab: dict | None = None):
+        self.src = spm.SentencePieceProcessor(model_proto=src_proto)
+        self.tgt = spm.SentencePieceProcessor(model_proto=tgt_proto) if tgt_proto else self.src
+        self.vocab = vocab                                    # piece -> id, or None: SentencePiece's ids
+        self.id_to_piece = ({i: p for p, i in vocab.items()} if vocab else None)
+
+    @classmethod
+    def from_folder(cls, folder) -> "Tokenizer":
+        folder = Path(folder)
+        if (folder / "spm.model").exists():
+            return cls((folder / "spm.model").read_bytes())
+        if (folder / "source.spm").exists():
+            vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+            return cls((folder / "source.spm").read_bytes(), (folder / "target.spm").read_bytes(), vocab)
+        raise FileNotFoundError(f"no SentencePiece model (spm.model, or source.spm + target.spm) in {folder}")
+
+    def save(self, folder) -> None:
+        folder = Path(folder)
+        if self.vocab is None:
+            (folder / "spm.model").write_bytes(self.src.serialized_model_proto())
+        else:
+            (folder / "source.spm").write_bytes(self.src.serialized_model_proto())
+            (folder / "target.spm").write_bytes(self.tgt.serialized_model_proto())
+            (folder / "vocab.json").write_text(json.dumps(self.vocab, ensure_ascii=False), encoding="utf-8")
+
+    def __len__(self) -> int:
+        return len(self.vocab) if self.vocab else self.src.get_piece_size()
+
+    def _proc(self, side):
+        return self.src if side == "src" else self.tgt
+
+    def encode(self, text: str, side: str = "src") -> list[int]:
+        """Text -> ids (no <s> or </s>)."""
+        proc = self._proc(side)
+        if self.vocab is None:
+            return proc.encode(text, out_type=int)
+        unk = self.vocab.get("<unk>", 1)
+        return [self.vocab.get(p, unk) for p in proc.encode(text, out_type=str)]
+
+    def pieces(self, ids, side: str = "src") -> list[str]:
+        """Ids -> the pieces as shown to users."""
+        if self.vocab is None:
+            return [self.src.id_to_piece(int(i)) for i in ids]
+        return [self.id_to_piece.get(int(i), "<unk>") for i in ids]
+
+    def decode(self, ids, side: str = "tgt") -> str:
+        """Ids -> detokenised text."""
+        if self.vocab is None:
+            return self._proc(side).decode([int(i) for i in ids])
+        return self._proc(side).decode_pieces(self.pieces(ids, side))
+
+
+def word_ids(pieces: list[str], specials=("<s>", "</s>", "<pad>")) -> list[int]:
+    """Index of the word each piece belongs to; a special token is a word of its own."""
+    ids, current = [], -1
+    for i, p in enumerate(pieces):
+        starts = p.startswith(WORD_START) or p in specials or i == 0 or pieces[i - 1] in specials
+        current += 1 if starts else 0
+        ids.append(current)
+    return ids
+
+
+def _byte(piece: str) -> int | None:
+    """The byte a byte-fallback piece such as "<0xC3>" stands for, or None."""
+    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+        try:
+            return int(piece[3:5], 16)
+        except ValueError:
+            return None
+    return None
+
+
+def merge_words(pieces: list[str], ids: list[int] | None = None) -> list[str]:
+    """Pieces -> words (pieces joined, the ▁ marker removed, byte-fallback pieces turned back into text)."""
+    ids = word_ids(pieces) if ids is None else ids
+    words = [""] * (max(ids) + 1 if ids else 0)
+    pending = {}                                   # word -> bytes of byte pieces not yet decoded
+    for p, w in zip(pieces, ids):
+        b = _byte(p)
+        if b is not None:
+            pending[w] = pending.get(w, b"") + bytes([b])
+            continue
+        if w in pending:
+            words[w] += pending.pop(w).decode("utf-8", "replace")
+        words[w] += p
+    for w, data in pending.items():
+        words[w] += data.decode("utf-8", "replace")
+    return [w.replace(WORD_START, "") or WORD_START for w in words]
+
+
+def merge_attention(attn: np.ndarray, row_words: list[int], col_words: list[int]) -> np.ndarray:
+    """Piece-level attention (..., Tq, Tk) -> word-level (..., Wq, Wk).
+
+    Columns (attended pieces) are summed per word; rows (attending pieces) are averaged per word.
+    """
+    n_rows, n_cols = max(row_words) + 1, max(col_words) + 1
+    col_onehot = np.zeros((len(col_words), n_cols), dtype=attn.dtype)
+    col_onehot[np.arange(len(col_words)), col_words] = 1.0
+    row_avg = np.zeros((n_rows, len(row_words)), dtype=attn.dtype)
+    row_avg[row_words, np.arange(len(row_words))] = 1.0
+    row_avg /= row_avg.sum(1, keepdims=True)
+    return row_avg @ attn @ col_onehot

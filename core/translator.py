@@ -1,0 +1,124 @@
+"""A trained model with its tokenizer: translate text and hand back every attention map."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .decoding import beam_search, greedy_search
+from .tokenizer import Tokenizer, clean_text
+
+MAX_INPUT_CHARS = 2000   # longer text is cut before tokenising (it would be cut in tokens anyway)
+
+
+@dataclass
+class AttendResult:
+    """Everything a view needs for one sentence pair.
+
+    src_tokens: source pieces + "</s>" (S). tgt_tokens: decoder inputs, "<s>" + target pieces (T).
+    out_tokens: what each decoder position predicts, target pieces + "</s>" (T).
+    enc_self [N, h, S, S], dec_self [N_dec, h, T, T], cross [N_dec, h, T, S]: float32 numpy arrays,
+    rows attend (queries), columns are attended (keys); every row sums to 1.
+    """
+    src: str
+    tgt: str
+    src_tokens: list
+    tgt_tokens: list
+    out_tokens: list
+    enc_self: np.ndarray
+    dec_self: np.ndarray
+    cross: np.ndarray
+    teacher_forced: bool
+    truncated: bool = False
+    notices: list = field(default_factory=list)
+
+
+class TranslationModel:
+    """The public face of a checkpoint: load_checkpoint(folder) returns one of these."""
+
+    def __init__(self, model, tokenizer: Tokenizer, card: dict | None = None, folder=None):
+        self.model, self.tokenizer = model.eval(), tokenizer
+        self.cfg = model.cfg
+        self.card, self.folder = card or {}, folder
+        # source + </s>, leaving room for an output of source length + 50 in the position table
+        self.max_source_tokens = max(8, min(256, self.cfg.max_len - 51))
+
+    @property
+    def device(self):
+        return self.model.generator.weight.device
+
+    def _source_ids(self, text: str):
+        """Validated text -> (ids + </s>, cleaned text, notices, truncated). Raises ValueError if empty."""
+        if not isinstance(text, str):
+            raise ValueError(f"Please give the sentence as text, not {type(text).__name__}.")
+        notices, truncated = [], False
+        if len(text) > MAX_INPUT_CHARS:
+            text, truncated = text[:MAX_INPUT_CHARS], True
+        text = clean_text(text)
+        if not text:
+            raise ValueError("The sentence is empty: please type some words to translate.")
+        ids = self.tokenizer.encode(text, "src")
+        if len(ids) + 1 > self.max_source_tokens:
+            ids, truncated = ids[: self.max_source_tokens - 1], True
+        if truncated:
+            kept = self.tokenizer.decode(ids, "src")
+            notices.append(f"The input was too long and was cut to its first {len(ids)} pieces "
+                           f"({len(kept)} characters), ending '…{kept[-30:]}'.")
+            text = kept
+        return ids + [self.cfg.eos_id], text, notices, truncated
+
+    def _batch(self, seqs):
+        """Pad a list of id lists into a (B, L) tensor."""
+        L = max(len(s) for s in seqs)
+        out = torch.full((len(seqs), L), self.cfg.pad_id, dtype=torch.long)
+        for i, s in enumerate(seqs):
+            out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
+        return out.to(self.device)
+
+    def _search(self, src, beam, alpha):
+        return greedy_search(self.model, src) if beam <= 1 else beam_search(self.model, src, beam, alpha)
+
+    @torch.no_grad()
+    def translate(self, texts, beam: int = 4, alpha: float = 0.6, batch_size: int = 64) -> list[str]:
+        """Translate a list of sentences (or one string); batches are sorted by length for speed."""
+        single = isinstance(texts, str)
+        texts = [texts] if single else list(texts)
+        srcs = [self._source_ids(t)[0] for t in texts]
+        order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
+        out = [""] * len(srcs)
+        for start in range(0, len(order), batch_size):
+            idx = order[start: start + batch_size]
+            hyps = self._search(self._batch([srcs[i] for i in idx]), beam, alpha)
+            for i, h in zip(idx, hyps):
+                out[i] = self.tokenizer.decode(h, "tgt")
+        return out[0] if single else out
+
+    @torch.no_grad()
+    def attend(self, src: str, tgt: str | None = None, beam: int = 1, alpha: float = 0.6) -> AttendResult:
+        """All attention maps for one sentence: teacher-forced on `tgt`, or on the model's own translation."""
+        src_ids, src_text, notices, truncated = self._source_ids(src)
+        src_t = self._batch([src_ids])
+        if tgt is None:
+            tgt_ids = self._search(src_t, beam, alpha)[0]
+        else:
+            if not isinstance(tgt, str):
+                raise ValueError(f"Please give the target translation as text, not {type(tgt).__name__}.")
+            tgt = clean_text(tgt)
+            if not tgt:
+                raise ValueError("The target translation is empty: type one, or leave it out to let the model translate.")
+            tgt_ids = self.tokenizer.encode(tgt, "tgt")
+            limit = self.cfg.max_len - 1
+            if len(tgt_ids) > limit:
+                tgt_ids = tgt_ids[:limit]
+                notices.append(f"The target translation was cut to its first {limit} pieces.")
+        dec_in = self._batch([[self.cfg.bos_id] + tgt_ids])
+        _, att = self.model(src_t, dec_in, need_weights=True)
+        to_np = lambda maps: torch.cat(maps, 0).float().cpu().numpy()     # list of (1, h, ., .) -> (N, h, ., .)
+        return AttendResult(
+            src=src_text, tgt=self.tokenizer.decode(tgt_ids, "tgt"),
+            src_tokens=self.tokenizer.pieces(src_ids, "src"),
+            tgt_tokens=["<s>"] + self.tokenizer.pieces(tgt_ids, "tgt"),
+            out_tokens=self.tokenizer.pieces(tgt_ids, "tgt") + ["</s>"],
+            enc_self=to_np(att.enc_self), dec_self=to_np(att.dec_self), cross=to_np(att.cross),
+            teacher_forced=tgt is not None, truncated=truncated, notices=notices)

@@ -1,0 +1,191 @@
+#!/usr/bin/env python
+"""Train a Transformer on a corpus prepared by scripts/prepare_data.py: GPU first, CPU too.
+
+    python scripts/train.py --data data/multi30k --run runs/multi30k-small --out checkpoints/multi30k-small
+    torchrun --nproc_per_node=8 scripts/train.py --preset base --data data/wmt-en-de ...   # several GPUs
+
+The run folder (--run, git-ignored) holds the resume state, the last saves for averaging and the
+JSONL log; --out receives the exported checkpoint (averaged weights, fp16) and attention snapshots.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core import Tokenizer, Transformer, label_smoothed_loss, make_optimizer, preset  # noqa: E402
+from core.data import collate, encode_pairs, read_parallel, token_batches  # noqa: E402
+from scripts.train_state import load_state, save_state  # noqa: E402
+from scripts import train_utils as U  # noqa: E402
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", required=True, help="folder with train/valid .en/.de and spm.model")
+    p.add_argument("--run", required=True, help="run folder for resume state, saves and logs (git-ignored)")
+    p.add_argument("--out", help="checkpoint folder to export into at the end")
+    p.add_argument("--preset", default="small", help="small, base, big or tiny")
+    p.add_argument("--config", help="JSON file of config overrides")
+    p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides, e.g. dropout=0.2")
+    p.add_argument("--max-tokens", type=int, default=4096, help="padded tokens per batch and process")
+    p.add_argument("--accum", type=int, default=1, help="batches accumulated into one update")
+    p.add_argument("--warmup", type=int, default=4000)
+    p.add_argument("--lr-scale", type=float, default=1.0, help="factor on the paper's schedule")
+    p.add_argument("--clip", type=float, default=0.0, help="gradient-norm clipping (0: none, as in the paper)")
+    p.add_argument("--max-steps", type=int, default=0)
+    p.add_argument("--max-minutes", type=float, default=0.0, help="stop after this much training time")
+    p.add_argument("--epochs", type=float, default=0.0)
+    p.add_argument("--max-len", type=int, default=128, help="leave out training pairs longer than this in tokens")
+    p.add_argument("--save-every-min", type=float, default=10.0)
+    p.add_argument("--save-every-steps", type=int, default=0)
+    p.add_argument("--keep", type=int, default=5, help="weight saves kept for averaging")
+    p.add_argument("--valid-every", type=int, default=1000, help="steps between validations (0: never)")
+    p.add_argument("--valid-sentences", type=int, default=1000)
+    p.add_argument("--bleu-sentences", type=int, default=200, help="dev sentences decoded for BLEU (0: none)")
+    p.add_argument("--probe-every", type=int, default=0, help="steps between attention snapshots (0: never)")
+    p.add_argument("--resume", action="store_true", help="continue from RUN/state.safetensors")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--log-every", type=int, default=1, help="steps between JSONL log lines")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    world, rank = int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("RANK", 0))
+    device = torch.device("cuda" if (args.device == "auto" and torch.cuda.is_available()) else
+                          ("cpu" if args.device == "auto" else args.device))
+    if world > 1:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        if device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+            torch.cuda.set_device(device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    run = Path(args.run)
+    main_proc = rank == 0
+    if main_proc:
+        run.mkdir(parents=True, exist_ok=True)
+
+    tokenizer = Tokenizer.from_folder(args.data)
+    cfg = preset(args.preset, vocab_size=len(tokenizer), **U.overrides(args.config, args.set))
+    train_src, train_tgt = read_parallel(args.data, "train")
+    pairs, skipped = encode_pairs(tokenizer, train_src, train_tgt, cfg.eos_id, min(args.max_len, cfg.max_len - 1))
+    lengths = [(len(s), len(t) + 1) for s, t in pairs]
+    valid = U.Validation(args, tokenizer, cfg, device) if (args.valid_every and main_proc) else None
+    if main_proc:
+        print(f"{len(pairs)} training pairs ({skipped} longer than {args.max_len} tokens left out); "
+              f"{sum(t for _, t in lengths)} target tokens an epoch; {world} process(es) on {device}", flush=True)
+
+    model = Transformer(cfg).to(device)
+    opt, sched = make_optimizer(model, cfg.d_model, args.warmup, args.lr_scale, fused=device.type == "cuda")
+    info = {"step": 0, "epoch": 0, "pos": 0, "elapsed_s": 0.0, "tokens": 0, "best_bleu": None}
+    state_path = run / "state.safetensors"
+    if args.resume:
+        if not state_path.exists():
+            sys.exit(f"--resume: no resume state at {state_path}; start without --resume")
+        info = load_state(state_path, model, opt, sched)
+        if main_proc:
+            print(f"resumed at step {info['step']} (epoch {info['epoch']}, batch {info['pos']})", flush=True)
+    n_params = sum(p.numel() for p in model.parameters())
+    train_model = model
+    if args.compile:
+        train_model = torch.compile(model)
+    if world > 1:
+        train_model = torch.nn.parallel.DistributedDataParallel(
+            train_model, device_ids=[device.index] if device.type == "cuda" else None)
+    amp = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else U.nullcontext()
+    probes = U.Probes(args, tokenizer, model) if (args.probe_every and main_proc and args.out) else None
+    log = U.JsonlLog(run / "train_log.jsonl", info["step"]) if main_proc else None
+    if main_proc:
+        U.write_json(run / "run.json", {"args": vars(args), "config": json.loads(cfg.to_json()), "world": world,
+                                         "device": U.hardware(device), "parameters": n_params})
+
+    n_micro = world * args.accum
+    epoch_batches = token_batches(lengths, args.max_tokens, seed=args.seed + info["epoch"])
+    bar = U.progress(args, info["step"], main_proc)
+    t_start, last_save, step_tokens_t = time.time() - info["elapsed_s"], time.time(), time.time()
+    model.train()
+    while not U.finished(args, info, len(epoch_batches), time.time() - t_start, world):
+        if info["pos"] + n_micro > len(epoch_batches):        # the rest does not fill an update: next epoch
+            info["epoch"], info["pos"] = info["epoch"] + 1, 0
+            epoch_batches = token_batches(lengths, args.max_tokens, seed=args.seed + info["epoch"])
+            continue
+        step_batches = epoch_batches[info["pos"]: info["pos"] + n_micro]
+        global_tokens = sum(lengths[i][1] for b in step_batches for i in b)
+        mine = step_batches[rank::world]
+        loss_sum = torch.zeros((), device=device)
+        for a, idx in enumerate(mine):
+            src, tin, tout = collate(pairs, idx, cfg.pad_id, cfg.bos_id, cfg.eos_id, device)
+            sync = U.nullcontext() if (world == 1 or a == len(mine) - 1) else train_model.no_sync()
+            with sync:
+                with amp:
+                    logits = train_model(src, tin)
+                loss, n = label_smoothed_loss(logits, tout, cfg.label_smoothing, cfg.pad_id)
+                # normalise by the whole update's tokens, so that any split over processes and
+                # accumulation steps gives the same gradient (DDP averages over processes)
+                (loss * n * world / global_tokens).backward()
+            loss_sum += loss.detach() * n
+        if world > 1:
+            dist.all_reduce(loss_sum)
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip if args.clip > 0 else float("inf"))
+        lr = opt.param_groups[0]["lr"]
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        info["step"] += 1
+        info["pos"] += n_micro
+        info["tokens"] += global_tokens
+        now = time.time()
+        tok_s = global_tokens / max(now - step_tokens_t, 1e-9)
+        step_tokens_t = now
+        if main_proc:
+            mean_loss = loss_sum.item() / global_tokens
+            if info["step"] % args.log_every == 0:
+                log.write({"step": info["step"], "epoch": info["epoch"], "loss": round(mean_loss, 5), "lr": lr,
+                           "tokens_per_s": round(tok_s, 1), "grad_norm": round(float(grad_norm), 4),
+                           "elapsed_s": round(now - t_start, 2)})
+            bar.update(1)
+            bar.set_postfix(loss=f"{mean_loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tok_s:.0f}", ep=info["epoch"])
+            if valid and info["step"] % args.valid_every == 0:
+                U.validate(valid, model, info, log, bar)
+            if probes and info["step"] % args.probe_every == 0:
+                probes.snapshot(info["step"])
+            due = (args.save_every_steps and info["step"] % args.save_every_steps == 0) or \
+                  (not args.save_every_steps and now - last_save >= args.save_every_min * 60)
+            if due:
+                info["elapsed_s"] = now - t_start
+                U.save_all(run, model, opt, sched, info, args.keep)
+                last_save = now
+        model.train()
+    if main_proc:
+        bar.close()
+        info["elapsed_s"] = time.time() - t_start
+        U.save_all(run, model, opt, sched, info, args.keep)
+        if valid and info["step"] % args.valid_every:
+            U.validate(valid, model, info, log, None)
+        if probes:
+            probes.snapshot(info["step"])
+        if args.out:
+            U.export(run, args, cfg, tokenizer, info, device, n_params, world)
+        print(json.dumps({"step": info["step"], "epoch": info["epoch"], "elapsed_s": round(info["elapsed_s"], 1),
+                          "tokens": info["tokens"]}), flush=True)
+    if world > 1:
+        dist.barrier()
+        dist.destroy_process_group()
+    return model
+
+
+if __name__ == "__main__":
+    main()

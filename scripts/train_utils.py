@@ -1,0 +1,199 @@
+"""The pieces of scripts/train.py that are not the training step: logging, validation, saves, export."""
+from __future__ import annotations
+
+import contextlib
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import sacrebleu
+import torch
+import torch.distributed as dist
+from safetensors.torch import load_file, save as st_save
+from tqdm import tqdm
+
+from core import TranslationModel, label_smoothed_loss, save_checkpoint
+from core.checkpoint import atomic_write, unique_state_dict
+from core.data import collate, encode_pairs, read_parallel, token_batches
+
+nullcontext = contextlib.nullcontext
+PROBE_LINES = [8, 1053, 1]   # newstest2013 lines (1-based): the paper's Figure 3 and Figures 4-5 sentences, a short one
+
+
+def overrides(config_file, pairs) -> dict:
+    """Config overrides from a JSON file and KEY=VALUE strings (values parsed as JSON when they can be)."""
+    out = json.loads(Path(config_file).read_text()) if config_file else {}
+    for item in pairs:
+        if "=" not in item:
+            raise SystemExit(f"--set expects KEY=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
+def write_json(path, obj) -> None:
+    atomic_write(path, json.dumps(obj, indent=2, ensure_ascii=False))
+
+
+def hardware(device) -> str:
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)} (CUDA)"
+    return f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} threads"
+
+
+def progress(args, start_step, main_proc):
+    return tqdm(total=args.max_steps or None, initial=start_step, disable=args.no_progress or not main_proc,
+                unit="step", dynamic_ncols=True, mininterval=2.0)
+
+
+def finished(args, info, n_batches, elapsed, world=1) -> bool:
+    """Stop at --max-steps, --epochs or --max-minutes, whichever comes first (all processes agree)."""
+    stop = bool((args.max_steps and info["step"] >= args.max_steps)
+                or (args.epochs and info["epoch"] + info["pos"] / max(n_batches, 1) >= args.epochs)
+                or (args.max_minutes and elapsed >= args.max_minutes * 60))
+    if world > 1:
+        flag = torch.tensor([int(stop)])
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        stop = bool(flag.item())
+    return stop
+
+
+class JsonlLog:
+    """Append-only JSON-lines log; on resume, lines after the resumed step are dropped."""
+
+    def __init__(self, path: Path, resume_step: int):
+        self.path = path
+        if path.exists():
+            keep = [l for l in path.read_text().splitlines() if l and json.loads(l).get("step", 0) <= resume_step]
+            atomic_write(path, "".join(l + "\n" for l in keep))
+        self.f = open(path, "a", encoding="utf-8")
+
+    def write(self, record: dict) -> None:
+        self.f.write(json.dumps(record) + "\n")
+        self.f.flush()
+
+
+class Validation:
+    """Dev loss, perplexity and greedy BLEU on the first sentences of the valid split."""
+
+    def __init__(self, args, tokenizer, cfg, device):
+        src, tgt = read_parallel(args.data, "valid")
+        src, tgt = src[: args.valid_sentences], tgt[: args.valid_sentences]
+        self.pairs, _ = encode_pairs(tokenizer, src, tgt, cfg.eos_id, cfg.max_len - 1)
+        lengths = [(len(s), len(t) + 1) for s, t in self.pairs]
+        self.batches = token_batches(lengths, args.max_tokens)
+        self.bleu_src, self.bleu_ref = src[: args.bleu_sentences], tgt[: args.bleu_sentences]
+        self.tokenizer, self.cfg, self.device = tokenizer, cfg, device
+
+    @torch.no_grad()
+    def run(self, model) -> dict:
+        model.eval()
+        nll = smoothed = tokens = 0.0
+        for idx in self.batches:
+            src, tin, tout = collate(self.pairs, idx, self.cfg.pad_id, self.cfg.bos_id, self.cfg.eos_id, self.device)
+            logits = model(src, tin).float()
+            l_s, n = label_smoothed_loss(logits, tout, self.cfg.label_smoothing, self.cfg.pad_id)
+            l_n, _ = label_smoothed_loss(logits, tout, 0.0, self.cfg.pad_id)
+            smoothed, nll, tokens = smoothed + l_s.item() * n.item(), nll + l_n.item() * n.item(), tokens + n.item()
+        out = {"loss": round(smoothed / tokens, 4), "nll": round(nll / tokens, 4),
+               "ppl": round(float(np.exp(nll / tokens)), 2)}
+        if self.bleu_src:
+            hyps = TranslationModel(model, self.tokenizer).translate(self.bleu_src, beam=1)
+            out["bleu"] = round(sacrebleu.corpus_bleu(hyps, [self.bleu_ref]).score, 2)
+            out["bleu_sentences"] = len(self.bleu_src)
+        return out
+
+
+def validate(valid: Validation, model, info, log, bar) -> dict:
+    t = time.time()
+    res = valid.run(model)
+    res.update(kind="valid", step=info["step"], seconds=round(time.time() - t, 1))
+    log.write(res)
+    info["last_valid"] = res
+    if res.get("bleu") is not None and (info.get("best_bleu") is None or res["bleu"] > info["best_bleu"]):
+        info["best_bleu"] = res["bleu"]
+    (bar.write if bar else print)(f"step {info['step']}: dev {json.dumps(res)}")
+    return res
+
+
+class Probes:
+    """Attention maps of fixed dev sentences, saved as fp16 .npz every few steps (to watch heads form)."""
+
+    def __init__(self, args, tokenizer, model):
+        src, tgt = read_parallel(args.data, "valid")
+        lines = [n for n in PROBE_LINES if n <= len(src)] or [1]
+        self.sentences = [(n, src[n - 1], tgt[n - 1]) for n in lines]
+        self.folder = Path(args.out) / "snapshots"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.tokenizer, self.model = tokenizer, model
+
+    def snapshot(self, step: int) -> None:
+        tm = TranslationModel(self.model, self.tokenizer)     # puts the model in eval mode
+        arrays, meta = {}, []
+        for i, (line, src, tgt) in enumerate(self.sentences):
+            r = tm.attend(src, tgt=tgt)
+            for kind in ("enc_self", "dec_self", "cross"):
+                arrays[f"{i}_{kind}"] = getattr(r, kind).astype(np.float16)
+            meta.append({"line": line, "src": r.src, "tgt": r.tgt, "src_tokens": r.src_tokens,
+                         "tgt_tokens": r.tgt_tokens, "out_tokens": r.out_tokens})
+        tmp = self.folder / f".step_{step:07d}.npz.tmp"
+        with open(tmp, "wb") as f:
+            np.savez_compressed(f, **arrays)
+        tmp.replace(self.folder / f"step_{step:07d}.npz")
+        write_json(self.folder / "probes.json", {"split": "valid", "sentences": meta})
+        self.model.train()
+
+
+def save_all(run: Path, model, opt, sched, info, keep: int) -> None:
+    """Resume state, plus a weights-only save for averaging (the last `keep` are kept)."""
+    from scripts.train_state import save_state
+    save_state(run / "state.safetensors", model, opt, sched, info)
+    saves = run / "saves"
+    saves.mkdir(exist_ok=True)
+    weights = {k: v.detach().cpu().float().contiguous() for k, v in unique_state_dict(model).items()}
+    atomic_write(saves / f"step_{info['step']:07d}.safetensors", st_save(weights))
+    for old in sorted(saves.glob("step_*.safetensors"))[:-keep]:
+        old.unlink()
+
+
+def average_saves(paths) -> dict:
+    """The element-wise mean of several weight files (the paper averages the last 5 checkpoints)."""
+    total = None
+    for p in paths:
+        sd = load_file(str(p))
+        total = sd if total is None else {k: total[k] + sd[k] for k in total}
+    return {k: v / len(paths) for k, v in total.items()}
+
+
+def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: int | None = None) -> Path:
+    """Average the last k saves into a model and write it, with card and log, to args.out."""
+    from core import Transformer
+    saves = sorted((run / "saves").glob("step_*.safetensors"))[-(k or args.keep):]
+    model = Transformer(cfg)
+    model.load_state_dict(average_saves(saves), strict=False)
+    out = Path(args.out)
+    prep = Path(args.data) / "prep_report.json"
+    card = {}
+    if (out / "card.json").exists():
+        card = json.loads((out / "card.json").read_text())
+    card.update({
+        "name": out.name, "trained_here": True,
+        "data": {"folder": str(args.data), "prep_report": json.loads(prep.read_text()) if prep.exists() else None},
+        "training": {"preset": args.preset, "steps": info["step"], "epochs": round(info["epoch"] + 0.0, 2),
+                     "target_tokens": info["tokens"], "wall_time_s": round(info["elapsed_s"], 1),
+                     "hardware": hardware(device), "processes": world, "max_tokens": args.max_tokens,
+                     "accum": args.accum, "warmup": args.warmup, "lr_scale": args.lr_scale,
+                     "averaged_saves": [p.name for p in saves]},
+        "parameters": n_params,
+        "dev_last": info.get("last_valid"), "dev_best_bleu": info.get("best_bleu"),
+    })
+    save_checkpoint(out, model, tokenizer, card)
+    if (run / "train_log.jsonl").exists():
+        atomic_write(out / "train_log.jsonl", (run / "train_log.jsonl").read_bytes())
+    print(f"exported {out} (average of {len(saves)} saves)", flush=True)
+    return out
