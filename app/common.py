@@ -1,29 +1,56 @@
 """What every page shares: the checkpoint picker in the sidebar, the cached model and cached attention."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import streamlit as st
+import torch
 
+from app.figures.export import FORMATS, export_problem, figure_spec, is_plotly, render
 from core import CheckpointError, Transformer, TranslationModel, load_checkpoint, preset
 
+# One sentence at a time means tiny matrix products: one thread is as fast, and on a busy machine several
+# threads spin-wait for each other (measured: a cold translation took 31 s on 2 threads, 3.8 s on 1).
+torch.set_num_threads(int(os.environ.get("ATTN_EXPLORER_THREADS", "1")))
+
 ROOT = Path(__file__).resolve().parents[1]
-CHECKPOINTS = ROOT / "checkpoints"
+CHECKPOINTS = ROOT / "checkpoints"      # default; the env var ATTN_EXPLORER_CHECKPOINTS overrides it (tests)
 UNTRAINED = "(untrained model)"
+
+
+def checkpoints_dir() -> Path:
+    """The folder of checkpoints, read at every call so that tests can point it at a temporary folder."""
+    return Path(os.environ.get("ATTN_EXPLORER_CHECKPOINTS") or CHECKPOINTS)
 
 
 def checkpoint_names() -> list[str]:
     """Folders of checkpoints/ that look like checkpoints, then the untrained fallback."""
-    names = sorted(p.name for p in CHECKPOINTS.glob("*") if (p / "config.json").exists())
+    names = sorted(p.name for p in checkpoints_dir().glob("*") if (p / "config.json").exists())
     return names + [UNTRAINED]
 
 
-@st.cache_resource(show_spinner="Loading the model…")
+def _version(name: str) -> str:
+    """Folder and weights' modification time: a checkpoint rewritten by training is loaded afresh."""
+    if name == UNTRAINED:
+        return UNTRAINED
+    weights = checkpoints_dir() / name / "model.safetensors"
+    try:
+        return f"{weights}@{weights.stat().st_mtime_ns}"
+    except OSError:
+        return str(weights)
+
+
 def get_model(name: str) -> TranslationModel:
-    """The model, loaded once per process; raises CheckpointError for a broken folder."""
+    """The model, loaded once per process (and per version of its weights); raises CheckpointError."""
+    return _load_model(name, _version(name))
+
+
+@st.cache_resource(max_entries=4, show_spinner="Loading the model…")
+def _load_model(name: str, version: str) -> TranslationModel:
     if name == UNTRAINED:
         return untrained_model()
-    return load_checkpoint(CHECKPOINTS / name)
+    return load_checkpoint(checkpoints_dir() / name)
 
 
 def untrained_model() -> TranslationModel:
@@ -31,13 +58,20 @@ def untrained_model() -> TranslationModel:
     from app.fallback_tokenizer import fallback_tokenizer
     tok = fallback_tokenizer()
     cfg = preset("small", vocab_size=len(tok), dropout=0.0)
-    return TranslationModel(Transformer(cfg), tok, {"name": UNTRAINED, "trained_here": False,
-                                                     "note": "freshly initialised: its attention is noise"})
+    with torch.random.fork_rng():          # the same "untrained model" in every process, without touching the global RNG
+        torch.manual_seed(0)
+        model = Transformer(cfg)
+    return TranslationModel(model, tok, {"name": UNTRAINED, "trained_here": False,
+                                         "note": "freshly initialised: its attention is noise"})
+
+
+def get_attention(name: str, src: str, tgt: str | None = None, beam: int = 1):
+    """AttendResult for (checkpoint, sentence, target, beam): switching layer or head reuses it."""
+    return _attention(name, _version(name), src, tgt, beam)
 
 
 @st.cache_data(max_entries=64, show_spinner="Translating and collecting every attention map…")
-def get_attention(name: str, src: str, tgt: str | None = None, beam: int = 1):
-    """AttendResult for (checkpoint, sentence, target, beam): switching layer or head reuses it."""
+def _attention(name: str, version: str, src: str, tgt: str | None, beam: int):
     return get_model(name).attend(src, tgt=tgt, beam=beam)
 
 
@@ -78,10 +112,34 @@ def model_or_stop() -> tuple[str, TranslationModel]:
         st.stop()
 
 
-def show_figure(fig, name: str, key: str | None = None) -> None:
-    """Draw a Plotly or Altair figure with PNG and SVG downloads (owner: explorer page engineer; keep this signature)."""
-    if hasattr(fig, "to_plotly_json"):
-        st.plotly_chart(fig, key=key, config={"displaylogo": False,
-                                              "toImageButtonOptions": {"format": "png", "filename": name}})
+def show_figure(fig, name: str, key: str | None = None, **chart_kwargs):
+    """Draw a Plotly or Altair figure with PNG and SVG downloads; returns what st.plotly_chart/altair_chart return.
+
+    name: the file name without extension. chart_kwargs go to the chart call (e.g. on_select=...).
+    """
+    plotly = is_plotly(fig)
+    if plotly:
+        state = st.plotly_chart(fig, key=key, config={
+            "displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}},
+            **chart_kwargs)
     else:
-        st.altair_chart(fig, key=key)
+        state = st.altair_chart(fig, key=key, **chart_kwargs)
+    download_menu(fig, name, key or name)
+    return state
+
+
+def download_menu(fig, name: str, key: str) -> None:
+    """A small popover with PNG and SVG buttons. The file is drawn only when a button is clicked
+    (kaleido needs ~4 s a figure), on Streamlit's download thread, and cached by the figure's JSON."""
+    plotly = is_plotly(fig)
+    with st.popover("⬇ PNG / SVG", key=f"download:{key}", help="Save this figure as an image file"):
+        problem = export_problem(plotly)
+        if problem:
+            st.info(problem)
+            return
+        cols = st.columns(len(FORMATS))
+        for col, (fmt, mime) in zip(cols, FORMATS.items()):
+            col.download_button(fmt.upper(), data=lambda fmt=fmt: render(figure_spec(fig), fmt, plotly),
+                                file_name=f"{name}.{fmt}", mime=mime, key=f"download:{key}:{fmt}",
+                                on_click="ignore")
+        st.caption("Drawing the file takes a few seconds after the click.")

@@ -13,14 +13,17 @@ from app.common import sidebar  # noqa: E402
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
 
 PAGES = Path(__file__).parent / "pages"
-nav = st.navigation([
-    st.Page(PAGES / "explorer.py", title="Attention explorer", icon="🔍", default=True),
-    st.Page(PAGES / "paper_figures.py", title="The paper's figures", icon="📄"),
-    st.Page(PAGES / "heads.py", title="What heads do", icon="🧠"),
-    st.Page(PAGES / "positional_encoding.py", title="Positional encoding", icon="〰️"),
-    st.Page(PAGES / "lr_schedule.py", title="Learning-rate schedule", icon="📈"),
-    st.Page(PAGES / "scaled_attention.py", title="Attention, step by step", icon="🧮"),
-    st.Page(PAGES / "checkpoint.py", title="Checkpoint", icon="💾"),
-])
+PAGE_LIST = [  # file, title, icon; the first is the default page
+    ("explorer.py", "Attention explorer", "🔍"),
+    ("paper_figures.py", "The paper's figures", "📄"),
+    ("heads.py", "What heads do", "🧠"),
+    ("positional_encoding.py", "Positional encoding", "〰️"),
+    ("lr_schedule.py", "Learning-rate schedule", "📈"),
+    ("scaled_attention.py", "Attention, step by step", "🧮"),
+    ("checkpoint.py", "Checkpoint", "💾"),
+]
+# A page file not written yet is left out rather than breaking every other page.
+nav = st.navigation([st.Page(PAGES / f, title=t, icon=i, default=n == 0)
+                     for n, (f, t, i) in enumerate(PAGE_LIST) if (PAGES / f).exists()])
 sidebar()
 nav.run()

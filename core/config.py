@@ -29,6 +29,7 @@ class TransformerConfig:
     share_embeddings: bool = True    # one embedding for source, target and pre-softmax projection
     scale_embeddings: bool = True    # multiply embeddings by sqrt(d_model)
     final_logits_bias: bool = False  # Marian adds a bias after the output projection
+    forbid_pad_output: bool = False  # Marian's generate never emits <pad> (its decoder start token)
     pad_id: int = 0
     unk_id: int = 1
     bos_id: int = 2                  # first decoder input ("decoder start")

@@ -20,7 +20,10 @@ def _step_logprobs(model, tokens, memory, src_mask, cache, t):
         hidden = model.decode(tokens, memory, src_mask)[0]
     else:
         hidden = model.decode(tokens[:, -1:], memory, src_mask, cache=cache, start=t)[0]
-    return model.project(hidden[:, -1]).float().log_softmax(-1)
+    logp = model.project(hidden[:, -1]).float().log_softmax(-1)
+    if model.cfg.forbid_pad_output:      # as Marian's generate (bad_words_ids=[[pad]]): <pad> is never output
+        logp[:, model.cfg.pad_id] = float("-inf")
+    return logp
 
 
 @torch.no_grad()

@@ -19,10 +19,16 @@ def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
 
 
 def causal_mask(tgt: torch.Tensor, pad_id: int) -> torch.Tensor:
-    """(B, T) -> bool (B, 1, T, T): position t attends to non-padding positions <= t only."""
+    """(B, T) -> bool (B, 1, T, T): position t attends to non-padding positions <= t only.
+
+    Position 0, the decoder start token, is never padding: Marian starts decoding with <pad> itself,
+    and masking it would leave the first row with nothing to attend to (softmax of all -inf = NaN).
+    """
     T = tgt.size(1)
     lower = torch.ones(T, T, dtype=torch.bool, device=tgt.device).tril()
-    return padding_mask(tgt, pad_id) & lower
+    real = tgt != pad_id                                            # (B, T)
+    real[:, 0] = True
+    return real[:, None, None, :] & lower
 
 
 @dataclass

@@ -97,11 +97,9 @@ def word_ids(pieces: list[str], specials=("<s>", "</s>", "<pad>")) -> list[int]:
 
 def _byte(piece: str) -> int | None:
     """The byte a byte-fallback piece such as "<0xC3>" stands for, or None."""
-    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
-        try:
-            return int(piece[3:5], 16)
-        except ValueError:
-            return None
+    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">") \
+            and all(c in "0123456789ABCDEF" for c in piece[3:5]):
+        return int(piece[3:5], 16)
     return None
 
 

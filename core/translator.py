@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from .decoding import beam_search, greedy_search
+from .model import Attentions
 from .tokenizer import Tokenizer, clean_text
 
 MAX_INPUT_CHARS = 2000   # longer text is cut before tokenising (it would be cut in tokens anyway)
@@ -16,7 +17,8 @@ MAX_INPUT_CHARS = 2000   # longer text is cut before tokenising (it would be cut
 class AttendResult:
     """Everything a view needs for one sentence pair.
 
-    src_tokens: source pieces + "</s>" (S). tgt_tokens: decoder inputs, "<s>" + target pieces (T).
+    src_tokens: source pieces + "</s>" (S). tgt_tokens: decoder inputs, the start token + target pieces (T)
+    (the start token is "<s>" in our models, "<pad>" in imported Marian ones).
     out_tokens: what each decoder position predicts, target pieces + "</s>" (T).
     enc_self [N, h, S, S], dec_self [N_dec, h, T, T], cross [N_dec, h, T, S]: float32 numpy arrays,
     rows attend (queries), columns are attended (keys); every row sums to 1.
@@ -113,12 +115,15 @@ class TranslationModel:
                 tgt_ids = tgt_ids[:limit]
                 notices.append(f"The target translation was cut to its first {limit} pieces.")
         dec_in = self._batch([[self.cfg.bos_id] + tgt_ids])
-        _, att = self.model(src_t, dec_in, need_weights=True)
+        # encoder and decoder only: the maps do not need the (costly) projection onto the vocabulary
+        memory, src_mask, enc_self = self.model.encode(src_t, need_weights=True)
+        _, dec_self, cross = self.model.decode(dec_in, memory, src_mask, need_weights=True)
+        att = Attentions(enc_self, dec_self, cross)
         to_np = lambda maps: torch.cat(maps, 0).float().cpu().numpy()     # list of (1, h, ., .) -> (N, h, ., .)
         return AttendResult(
             src=src_text, tgt=self.tokenizer.decode(tgt_ids, "tgt"),
             src_tokens=self.tokenizer.pieces(src_ids, "src"),
-            tgt_tokens=["<s>"] + self.tokenizer.pieces(tgt_ids, "tgt"),
-            out_tokens=self.tokenizer.pieces(tgt_ids, "tgt") + ["</s>"],
+            tgt_tokens=self.tokenizer.pieces([self.cfg.bos_id] + tgt_ids, "tgt"),
+            out_tokens=self.tokenizer.pieces(tgt_ids + [self.cfg.eos_id], "tgt"),
             enc_self=to_np(att.enc_self), dec_self=to_np(att.dec_self), cross=to_np(att.cross),
             teacher_forced=tgt is not None, truncated=truncated, notices=notices)

@@ -2,7 +2,9 @@
 """Train a Transformer on a corpus prepared by scripts/prepare_data.py: GPU first, CPU too.
 
     python scripts/train.py --data data/multi30k --run runs/multi30k-small --out checkpoints/multi30k-small
-    torchrun --nproc_per_node=8 scripts/train.py --preset base --data data/wmt-en-de ...   # several GPUs
+    torchrun --nproc_per_node=8 -- scripts/train.py --preset base --data data/wmt-en-de ...   # several GPUs
+
+(The "--" keeps torchrun from reading our --run as an abbreviation of its own --run-path.)
 
 The run folder (--run, git-ignored) holds the resume state, the last saves for averaging and the
 JSONL log; --out receives the exported checkpoint (averaged weights, fp16) and attention snapshots.

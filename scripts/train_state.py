@@ -32,6 +32,12 @@ def save_state(path, model, opt, sched, info: dict) -> None:
     atomic_write(path, st_save(tensors, metadata=meta))
 
 
+def read_info(path) -> dict:
+    """Only the info dict of a resume state (step, epoch, tokens, ...), without loading any tensor."""
+    with safe_open(str(path), framework="pt") as f:
+        return json.loads(f.metadata()["info"])
+
+
 def load_state(path, model, opt, sched) -> dict:
     """Restore everything save_state wrote; returns the info dict."""
     path = Path(path)

@@ -14,7 +14,7 @@ import torch.distributed as dist
 from safetensors.torch import load_file, save as st_save
 from tqdm import tqdm
 
-from core import TranslationModel, label_smoothed_loss, save_checkpoint
+from core import TranslationModel, clean_text, label_smoothed_loss, save_checkpoint
 from core.checkpoint import atomic_write, unique_state_dict
 from core.data import collate, encode_pairs, read_parallel, token_batches
 
@@ -57,10 +57,18 @@ def finished(args, info, n_batches, elapsed, world=1) -> bool:
                 or (args.epochs and info["epoch"] + info["pos"] / max(n_batches, 1) >= args.epochs)
                 or (args.max_minutes and elapsed >= args.max_minutes * 60))
     if world > 1:
-        flag = torch.tensor([int(stop)])
+        flag = torch.tensor([int(stop)], device="cuda" if dist.get_backend() == "nccl" else "cpu")   # NCCL: GPU only
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         stop = bool(flag.item())
     return stop
+
+
+def _step(line: str):
+    """The step of a log line, or None for a line cut short (a run killed while writing it)."""
+    try:
+        return json.loads(line).get("step", 0)
+    except json.JSONDecodeError:
+        return None
 
 
 class JsonlLog:
@@ -69,7 +77,7 @@ class JsonlLog:
     def __init__(self, path: Path, resume_step: int):
         self.path = path
         if path.exists():
-            keep = [l for l in path.read_text().splitlines() if l and json.loads(l).get("step", 0) <= resume_step]
+            keep = [l for l in path.read_text().splitlines() if _step(l) is not None and _step(l) <= resume_step]
             atomic_write(path, "".join(l + "\n" for l in keep))
         self.f = open(path, "a", encoding="utf-8")
 
@@ -87,7 +95,8 @@ class Validation:
         self.pairs, _ = encode_pairs(tokenizer, src, tgt, cfg.eos_id, cfg.max_len - 1)
         lengths = [(len(s), len(t) + 1) for s, t in self.pairs]
         self.batches = token_batches(lengths, args.max_tokens)
-        self.bleu_src, self.bleu_ref = src[: args.bleu_sentences], tgt[: args.bleu_sentences]
+        bleu = [(s, t) for s, t in zip(src[: args.bleu_sentences], tgt) if clean_text(s)]   # valid may keep empty lines
+        self.bleu_src, self.bleu_ref = [s for s, _ in bleu], [t for _, t in bleu]
         self.tokenizer, self.cfg, self.device = tokenizer, cfg, device
 
     @torch.no_grad()
@@ -117,7 +126,7 @@ def validate(valid: Validation, model, info, log, bar) -> dict:
     info["last_valid"] = res
     if res.get("bleu") is not None and (info.get("best_bleu") is None or res["bleu"] > info["best_bleu"]):
         info["best_bleu"] = res["bleu"]
-    (bar.write if bar else print)(f"step {info['step']}: dev {json.dumps(res)}")
+    (bar.write if bar is not None else print)(f"step {info['step']}: dev {json.dumps(res)}")
     return res
 
 
@@ -181,12 +190,15 @@ def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: in
     card = {}
     if (out / "card.json").exists():
         card = json.loads((out / "card.json").read_text())
+    for split in ("test", "valid"):   # scores of scripts/evaluate.py belong to the weights being replaced
+        card.pop(split, None)
+    hw = device if isinstance(device, str) else hardware(device)   # a string: the training run's, from run.json
     card.update({
         "name": out.name, "trained_here": True,
         "data": {"folder": str(args.data), "prep_report": json.loads(prep.read_text()) if prep.exists() else None},
         "training": {"preset": args.preset, "steps": info["step"], "epochs": round(info["epoch"] + 0.0, 2),
                      "target_tokens": info["tokens"], "wall_time_s": round(info["elapsed_s"], 1),
-                     "hardware": hardware(device), "processes": world, "max_tokens": args.max_tokens,
+                     "hardware": hw, "processes": world, "max_tokens": args.max_tokens,
                      "accum": args.accum, "warmup": args.warmup, "lr_scale": args.lr_scale,
                      "averaged_saves": [p.name for p in saves]},
         "parameters": n_params,

@@ -1,0 +1,250 @@
+"""Attention figures: one head as a heatmap, every head as a grid, and the paper's head view (lines).
+
+Pure builders: arrays and token lists in, Plotly figures out. Rows are the attending positions
+(queries), columns the attended ones (keys), as in core.AttendResult.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+
+from core.tokenizer import merge_attention, merge_words, word_ids
+
+SPECIALS = ("<s>", "</s>", "<pad>")
+COLORSCALE = "Blues"                       # white at 0: a weight of zero is invisible, as it should be
+KINDS = {"enc_self": "Encoder self-attention", "dec_self": "Decoder self-attention",
+         "cross": "Encoder-decoder attention"}
+SHORT = {"enc_self": "Encoder self", "dec_self": "Decoder self", "cross": "Encoder-decoder"}
+
+
+def safe(text: str) -> str:
+    """Escape a label for Plotly, which reads <b>, <br>, <s>… in text as markup (and would hide '</s>')."""
+    return html.escape(str(text), quote=False)
+
+
+def tick_labels(tokens: list[str]) -> list[str]:
+    """Escaped labels, one per position."""
+    return [safe(t) for t in tokens]
+
+
+@dataclass
+class AttentionView:
+    """One kind of attention ready to draw: maps [layers, heads, R, C] with their row and column labels."""
+    maps: np.ndarray
+    rows: list
+    cols: list
+    row_sums_to_one: bool
+
+
+def attention_view(result, kind: str, words: bool = False, specials: bool = True) -> AttentionView:
+    """Pick enc_self / dec_self / cross from an AttendResult, merge pieces into words, drop special tokens.
+
+    Decoder rows are labelled by the token each step *writes* (out_tokens), decoder columns by what it
+    has *read* (tgt_tokens: <s> and the words already written). Dropped specials are not renormalised:
+    a head that parks its attention on </s> then shows faint rows, which is the truth about it.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown attention kind {kind!r}; choose one of {list(KINDS)}")
+    maps = getattr(result, kind)
+    rows = list(result.src_tokens if kind == "enc_self" else result.out_tokens)
+    cols = list(result.tgt_tokens if kind == "dec_self" else result.src_tokens)
+    if words:
+        rid, cid = word_ids(rows), word_ids(cols)
+        maps = merge_attention(maps, rid, cid)
+        rows, cols = merge_words(rows, rid), merge_words(cols, cid)
+    sums_to_one = True
+    if not specials:
+        keep_r = [i for i, t in enumerate(rows) if t not in SPECIALS]
+        keep_c = [j for j, t in enumerate(cols) if t not in SPECIALS]
+        if keep_r and keep_c:              # a translation of nothing but </s> keeps its specials
+            sums_to_one = len(keep_c) == len(cols)
+            maps = maps[..., keep_r, :][..., keep_c]
+            rows, cols = [rows[i] for i in keep_r], [cols[j] for j in keep_c]
+    return AttentionView(np.asarray(maps, dtype=np.float32), rows, cols, sums_to_one)
+
+
+def _label_font(n: int) -> int:
+    """Smaller tick labels for longer sentences, so that they do not overlap."""
+    return 13 if n <= 25 else 11 if n <= 45 else 10
+
+
+def heatmap_figure(attn: np.ndarray, rows: list[str], cols: list[str], title: str = "",
+                   zmax: float | None = None, row_title: str = "attending (query)",
+                   col_title: str = "attended (key)") -> go.Figure:
+    """One head's [R, C] map as a heatmap; the colour scale starts at 0, hover shows both tokens and the weight."""
+    attn = np.asarray(attn, dtype=np.float32)
+    R, C = attn.shape
+    rl, cl = tick_labels(rows), tick_labels(cols)
+    # categories "token (position)": a repeated token keeps its own row, and hover can name both tokens
+    # without a per-cell array of strings (slow to build and to send for long sentences)
+    ys, xs = [f"{t} ({i + 1})" for i, t in enumerate(rl)], [f"{t} ({j + 1})" for j, t in enumerate(cl)]
+    fig = go.Figure(go.Heatmap(
+        z=attn, x=xs, y=ys, colorscale=COLORSCALE,
+        zmin=0.0, zmax=float(zmax) if zmax else max(float(attn.max(initial=0.0)), 1e-6),
+        colorbar=dict(title="weight", thickness=12),
+        hovertemplate="%{y} → %{x}<br>weight %{z:.3f}<extra></extra>"))
+    cell = max(14, min(28, 700 // max(R, C, 1)))      # pixels per row: never too thin to read a label
+    # explicit margins for the labels: kaleido's PNG/SVG export does not always grow them by itself
+    longest = lambda labels: max((len(t) for t in labels), default=1)
+    fig.update_layout(title=dict(text=safe(title), x=0.0), height=R * cell + 230, plot_bgcolor="white",
+                      margin=dict(l=40 + 8 * min(longest(rows), 20), r=10, t=50, b=50 + 7 * min(longest(cols), 20)))
+    fig.update_xaxes(type="category", tickmode="array", tickvals=xs, ticktext=cl, tickangle=-60 if C <= 30 else -90,
+                     tickfont=dict(size=_label_font(C)), title=dict(text=col_title, standoff=12), automargin=True,
+                     showgrid=False)
+    fig.update_yaxes(type="category", tickmode="array", tickvals=ys, ticktext=rl, autorange="reversed",
+                     tickfont=dict(size=_label_font(R)), title=dict(text=row_title, standoff=12), automargin=True,
+                     showgrid=False)
+    return fig
+
+
+def model_view_figure(maps: np.ndarray, rows: list[str], cols: list[str], title: str = "",
+                      selected: tuple[int, int] | None = None) -> go.Figure:
+    """Every layer (grid rows) x head (grid columns) as small maps on one shared colour scale from 0.
+
+    Drawn as ONE heatmap with blank gaps between the tiles: 48 separate subplots take seconds to build
+    and megabytes to send. Each tile also carries a few invisible markers with customdata [layer, head],
+    because Streamlit reports clicks on scatter points but not on heatmap cells: a click opens the tile.
+    """
+    maps = np.asarray(maps, dtype=np.float32)
+    L, H, R, C = maps.shape
+    gap = max(1, round(0.12 * max(R, C)))
+    Y, X = L * (R + gap) - gap, H * (C + gap) - gap
+    z = np.full((Y, X), np.nan, dtype=np.float32)
+    ids = np.zeros((Y, X, 2), dtype=np.int8)                  # (layer, head), 1-based, for the hover text
+    top, left = np.arange(L) * (R + gap), np.arange(H) * (C + gap)
+    for l in range(L):
+        for h in range(H):
+            z[top[l]:top[l] + R, left[h]:left[h] + C] = maps[l, h]
+            ids[top[l]:top[l] + R, left[h]:left[h] + C] = (l + 1, h + 1)
+    fig = go.Figure(go.Heatmap(
+        z=z, customdata=ids, coloraxis="coloraxis", hoverongaps=False,
+        hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<br>weight %{z:.3f}<extra></extra>"))
+    # click targets: a lattice of up to 4x4 transparent markers on every tile
+    fy, fx = np.meshgrid(np.linspace(0, R - 1, min(R, 4)), np.linspace(0, C - 1, min(C, 4)), indexing="ij")
+    lh = np.array([(l, h) for l in range(L) for h in range(H)])
+    px = (left[lh[:, 1]][:, None] + fx.ravel()[None]).ravel()
+    py = (top[lh[:, 0]][:, None] + fy.ravel()[None]).ravel()
+    targets = np.repeat(lh, fx.size, axis=0)                 # [layer, head], 0-based, per marker
+    fig.add_trace(go.Scatter(
+        x=px, y=py, mode="markers", showlegend=False, marker=dict(size=16, color="rgba(0,0,0,0)"),
+        customdata=targets, hoverinfo="text",
+        hovertext=[f"layer {l + 1}, head {h + 1}: click to open it large" for l, h in targets]))
+    if selected is not None and 0 <= selected[0] < L and 0 <= selected[1] < H:
+        l, h = selected
+        fig.add_shape(type="rect", x0=left[h] - 0.5 - gap / 3, x1=left[h] + C - 0.5 + gap / 3,
+                      y0=top[l] - 0.5 - gap / 3, y1=top[l] + R - 0.5 + gap / 3, line=dict(color="crimson", width=3))
+    zmax = max(float(maps.max(initial=0.0)), 1e-6)
+    fig.update_xaxes(tickmode="array", tickvals=left + (C - 1) / 2, ticktext=[f"head {h + 1}" for h in range(H)],
+                     side="top", showgrid=False, zeroline=False)
+    fig.update_yaxes(tickmode="array", tickvals=top + (R - 1) / 2, ticktext=[f"layer {l + 1}" for l in range(L)],
+                     autorange="reversed", showgrid=False, zeroline=False)
+    fig.update_layout(
+        title=dict(text=safe(title), x=0.0), plot_bgcolor="white", hovermode="closest", clickmode="event+select",
+        coloraxis=dict(colorscale=COLORSCALE, cmin=0.0, cmax=zmax, colorbar=dict(title="weight", thickness=12)),
+        height=int(L * 105 * np.clip(R / C, 0.6, 1.6) + 90), margin=dict(l=70, r=10, t=70, b=10))
+    return fig
+
+
+def head_colors(n_heads: int) -> list[str]:
+    """One clearly different colour per head (Plotly's 10, or 24 for the 16 heads of "big")."""
+    palette = qualitative.Plotly if n_heads <= 10 else qualitative.Dark24
+    return [palette[i % len(palette)] for i in range(n_heads)]
+
+
+def head_view_figure(tokens_left: list[str], tokens_right: list[str], attn: np.ndarray, heads=None,
+                     focus: int | None = None, title: str = "", layout: str = "columns",
+                     colors: list[str] | None = None, min_weight: float = 0.005,
+                     max_lines: int = 3000) -> go.Figure:
+    """The paper's picture: the sentence twice, facing itself, joined by lines whose opacity is the weight.
+
+    attn [h, T, S]: row i of head k joins tokens_left[i] to every tokens_right[j] with opacity
+    attn[k, i, j], rounded to 2 decimals (lines of equal opacity share one trace; below min_weight they
+    are not drawn; beyond max_lines only the strongest are, so that a browser can draw it: the figure's
+    layout.meta["hidden_lines"] counts the others). heads: which heads to draw (default all), one
+    colour each. focus: index into tokens_left whose lines alone are drawn (Figure 4, bottom, for 'its').
+    layout: "columns" (left and right columns, as in bertviz) or "rows" (top and bottom, as in the paper).
+    """
+    attn = np.asarray(attn, dtype=float)
+    H, T, S = attn.shape
+    if len(tokens_left) != T or len(tokens_right) != S:
+        raise ValueError(f"attention is {T}x{S} but there are {len(tokens_left)} left and {len(tokens_right)} right tokens")
+    heads = list(range(H)) if heads is None else [int(k) for k in heads]
+    colors = colors or head_colors(H)
+    rows_mode = layout == "rows"
+
+    def pos(side: int, i):                   # side 0: query copy, 1: key copy -> (x, y) in plot units
+        i = np.asarray(i, dtype=np.float32)           # float32: half the bytes sent to the browser
+        return (i, np.full_like(i, 1 - side)) if rows_mode else (np.full_like(i, side), -i)
+
+    rounded = np.round(attn, 2)
+    keep = (rounded > 0) & (attn >= min_weight) & np.isin(np.arange(H), heads)[:, None, None]
+    if focus is not None:
+        keep &= (np.arange(T) == focus)[None, :, None]
+    hidden = 0
+    if keep.sum() > max_lines:               # e.g. an untrained model spreads its weight over every token
+        cut = np.sort(attn[keep])[-max_lines]
+        hidden = int(keep.sum() - (keep & (attn >= cut)).sum())
+        keep &= attn >= cut
+    fig = go.Figure()
+    for k in heads:
+        w = rounded[k]
+        ii, jj = np.nonzero(keep[k])
+        levels = w[ii, jj]
+        for level in np.unique(levels):    # one trace per opacity level: few traces, fast to draw
+            sel = levels == level
+            (x0, y0), (x1, y1) = pos(0, ii[sel]), pos(1, jj[sel])
+            gap = np.full(sel.sum(), np.nan, dtype=np.float32)
+            fig.add_trace(go.Scatter(
+                x=np.column_stack([x0, x1, gap]).ravel(), y=np.column_stack([y0, y1, gap]).ravel(),
+                mode="lines", opacity=float(level), line=dict(color=colors[k % len(colors)], width=3),
+                name=f"head {k + 1}", legendgroup=f"head {k + 1}", showlegend=False, hoverinfo="skip",
+                meta=dict(head=k, weight=float(level))))
+        fig.add_trace(go.Scatter(                          # the legend entry, at full colour
+            x=[None], y=[None], mode="lines", line=dict(color=colors[k % len(colors)], width=4),
+            name=f"head {k + 1}", legendgroup=f"head {k + 1}", showlegend=True, hoverinfo="skip"))
+    # the two copies of the sentence, with the strongest links of each shown head on hover
+    left_hover = []
+    for i in range(T):
+        parts = [f"{safe(tokens_left[i])} ({i})"]
+        for k in heads:
+            top = np.argsort(-attn[k, i])[:2]
+            parts.append(f"head {k + 1}: " + ", ".join(f"{safe(tokens_right[j])} {attn[k, i, j]:.2f}" for j in top))
+        left_hover.append("<br>".join(parts))
+    notes = []
+    for side, toks, hover in [(0, tokens_left, left_hover), (1, tokens_right, None)]:
+        px, py = pos(side, np.arange(len(toks)))
+        text = [f"<b>{safe(t)}</b>" if side == 0 and i == focus else safe(t) for i, t in enumerate(toks)]
+        ink = ["crimson" if side == 0 and i == focus else "#222" for i in range(len(toks))]
+        size = _label_font(max(T, S)) + 1
+        fig.add_trace(go.Scatter(
+            x=px, y=py, mode="markers" if rows_mode else "markers+text",
+            text=text, textposition="middle left" if side == 0 else "middle right", textfont=dict(size=size, color=ink),
+            marker=dict(size=6, color=["crimson" if c == "crimson" else "#888" for c in ink]), showlegend=False,
+            hovertext=hover or [f"{safe(t)} ({i})" for i, t in enumerate(toks)], hoverinfo="text",
+            meta=dict(tokens=side)))
+        if rows_mode:                           # the paper writes the words vertically, above and below
+            # set all at once below: fig.add_annotation in a loop copies the list each time (seconds per figure)
+            notes += [dict(x=float(x), y=float(y), text=t, textangle=-90, showarrow=False,
+                           font=dict(size=size, color=c), xanchor="center",
+                           yanchor="bottom" if side == 0 else "top", yshift=6 if side == 0 else -6)
+                      for x, y, t, c in zip(px, py, text, ink)]
+    if notes:
+        fig.update_layout(annotations=notes)
+    n = max(T, S)
+    if rows_mode:
+        fig.update_xaxes(range=[-1, n], visible=False)
+        fig.update_yaxes(range=[-1.1, 2.1], visible=False)
+        height, width = 480, max(600, n * 22 + 200)
+    else:
+        fig.update_xaxes(range=[-0.9, 1.9], visible=False)
+        fig.update_yaxes(range=[-n + 0.5, 0.8], visible=False)
+        height, width = max(300, n * 22 + 110), 760
+    fig.update_layout(meta=dict(hidden_lines=hidden),
+                      title=dict(text=safe(title), x=0.0), height=height, width=width, plot_bgcolor="white",
+                      margin=dict(l=10, r=10, t=50, b=10), hovermode="closest",
+                      legend=dict(title="heads (click to hide)", itemsizing="constant"))
+    return fig

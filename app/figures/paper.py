@@ -1,0 +1,89 @@
+"""The paper's Figures 3-5 in its own style, and every head's score as a layer x head grid.
+
+Pure builders shared by app/pages/paper_figures.py, scripts/export_figures.py and the tests.
+Layers and heads are shown counting from 1, as the paper does; the arrays are indexed from 0.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from app.figures.attention import head_view_figure, safe
+from core.paper_figures import locate, locate_words
+from core.tokenizer import merge_attention, merge_words, word_ids
+
+
+def layer_view(tokens: list[str], enc_self: np.ndarray, layer: int, words: bool = True):
+    """(labels, attn [h, S, S]) of one encoder layer, merged into words or left as pieces."""
+    attn = np.asarray(enc_self[layer], dtype=float)
+    if not words:
+        return list(tokens), attn
+    ids = word_ids(tokens)
+    return merge_words(tokens, ids), merge_attention(attn, ids, ids)
+
+
+def paper_figure(tokens: list[str], enc_self: np.ndarray, layer: int, heads: list[int], focus: str | None = None,
+                 words: bool = True, title: str = "", layout: str = "rows") -> go.Figure:
+    """One encoder layer in the paper's style: the sentence twice, a line per weight, one colour per head.
+
+    focus: a word of the sentence whose attentions alone are drawn (ValueError if it is not there).
+    """
+    labels, attn = layer_view(tokens, enc_self, layer, words)
+    focus_at = None
+    if focus is not None:
+        focus_at = locate_words(tokens, focus)[0] if words else locate(tokens, focus)[0]
+    return head_view_figure(labels, labels, attn, heads=heads, focus=focus_at, title=title, layout=layout)
+
+
+def figure_set(number: int, tokens: list[str], enc_self: np.ndarray, layer: int, heads: list[int],
+               words: bool = True, label: str = "") -> dict[str, go.Figure]:
+    """The pictures of paper Figure 3, 4 or 5 for one layer and chosen heads, by file name.
+
+    3: the attentions of 'making', all chosen heads. 4: full attentions of the first head, then those of
+    'its' for all chosen heads. 5: full attentions of each chosen head. label: prefixed to every title.
+    """
+    heads = [int(h) for h in heads]
+    if not heads:
+        return {}
+    pre, L = (f"{label}: " if label else ""), f"layer {layer + 1}"
+    draw = lambda hs, focus, title: paper_figure(tokens, enc_self, layer, hs, focus, words, pre + title)
+    names = " and ".join(f"head {h + 1}" for h in heads)
+    if number == 3:
+        return {"figure3": draw(heads, "making", f"Figure 3, {L}: the attentions of 'making', {names}")}
+    if number == 4:
+        return {"figure4_full": draw(heads[:1], None, f"Figure 4, {L}: full attentions of head {heads[0] + 1}"),
+                "figure4_its": draw(heads, "its", f"Figure 4, {L}: only the attentions of 'its', {names}")}
+    if number == 5:
+        return {f"figure5_head{h + 1}": draw([h], None, f"Figure 5, {L}, head {h + 1}") for h in heads}
+    raise ValueError(f"the paper's attention figures are 3, 4 and 5, not {number}")
+
+
+def score_grid_figure(table: pd.DataFrame, value: str = "score", title: str = "",
+                      chosen: tuple[int, list[int]] | None = None) -> go.Figure:
+    """Every head's score as a heatmap, layers down and heads across (1-based labels); chosen heads boxed."""
+    grid = table.pivot(index="layer", columns="head", values=value).sort_index().sort_index(axis=1)
+    z = grid.to_numpy(dtype=float)
+    layers, heads = [int(l) + 1 for l in grid.index], [int(h) + 1 for h in grid.columns]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=heads, y=layers, colorscale="Blues", zmin=0.0, zmax=max(float(np.nanmax(z)), 1e-6),
+        text=np.round(z, 2), texttemplate="%{text:.2f}", colorbar=dict(title=safe(value), thickness=12),
+        hovertemplate="layer %{y}, head %{x}<br>" + safe(value) + " %{z:.3f}<extra></extra>"))
+    if chosen is not None:
+        layer, chosen_heads = chosen
+        for h in chosen_heads:
+            fig.add_shape(type="rect", x0=h + 0.5, x1=h + 1.5, y0=layer + 0.5, y1=layer + 1.5,
+                          line=dict(color="crimson", width=3))
+    fig.update_xaxes(title="head", tickmode="array", tickvals=heads, showgrid=False)
+    fig.update_yaxes(title="layer", tickmode="array", tickvals=layers, autorange="reversed", showgrid=False)
+    fig.update_layout(title=dict(text=safe(title), x=0.0), height=140 + 34 * len(layers),
+                      width=max(380, 60 * len(heads) + 160), margin=dict(l=70, r=10, t=50, b=50),
+                      plot_bgcolor="white")
+    return fig
+
+
+def display_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The ranked table as users read it: layers and heads counted from 1, scores rounded."""
+    out = table.copy()
+    out["layer"], out["head"] = out["layer"] + 1, out["head"] + 1
+    return out.round(3)

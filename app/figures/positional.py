@@ -1,0 +1,86 @@
+"""The sinusoidal positional encoding (section 3.5) as Plotly figures; the table itself is core.sinusoidal_table."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from core import sinusoidal_table
+
+
+def pe_table(n_positions: int, d_model: int, layout: str = "interleaved") -> np.ndarray:
+    """The (n_positions, d_model) encoding as numpy, exactly the table the model adds to its embeddings."""
+    return sinusoidal_table(n_positions, d_model, layout).numpy()
+
+
+def dimension_label(dim: int, d_model: int, layout: str) -> str:
+    """'sin, i=3' for the dimension that holds the sine (or cosine) of frequency i, in either layout."""
+    half = (d_model + 1) // 2
+    if layout == "interleaved":
+        return f"dim {dim}: {'sin' if dim % 2 == 0 else 'cos'}, i={dim // 2}"
+    return f"dim {dim}: {'sin' if dim < half else 'cos'}, i={dim % half}"
+
+
+def default_dims(d_model: int, layout: str = "interleaved") -> list[int]:
+    """The sine dimensions of frequencies i = 0, d/32, d/8, d/4: fast to slow waves, whatever d_model."""
+    freqs = sorted({0, d_model // 32, d_model // 8, d_model // 4})
+    return [2 * i if layout == "interleaved" else i for i in freqs]
+
+
+def waves_figure(pe: np.ndarray, dims: list[int], layout: str = "interleaved") -> go.Figure:
+    """PE(pos, dim) against pos for the chosen dimensions: each a sinusoid, slower for higher i."""
+    P, d_model = pe.shape
+    fig = go.Figure()
+    for d in dims:
+        fig.add_trace(go.Scatter(x=np.arange(P), y=pe[:, d], mode="lines", name=dimension_label(d, d_model, layout)))
+    fig.update_layout(title="Some dimensions of the encoding, over positions", height=380,
+                      xaxis_title="position", yaxis_title="PE(position, dim)", yaxis_range=[-1.1, 1.1],
+                      legend=dict(orientation="h", y=-0.2), margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def pe_heatmap(pe: np.ndarray) -> go.Figure:
+    """The whole table: positions down, dimensions across, -1 blue to +1 red."""
+    fig = go.Figure(go.Heatmap(z=pe, colorscale="RdBu", zmin=-1, zmax=1, reversescale=True,
+                               colorbar=dict(title="value", thickness=12),
+                               hovertemplate="position %{y}, dim %{x}<br>%{z:.3f}<extra></extra>"))
+    fig.update_layout(title="The positional encoding matrix", height=420, margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_xaxes(title="dimension")
+    fig.update_yaxes(title="position", autorange="reversed")
+    return fig
+
+
+def dot_products(pe: np.ndarray) -> np.ndarray:
+    """PE PE^T: entry (p, q) is the dot product of the encodings of positions p and q."""
+    return pe @ pe.T
+
+
+def dot_heatmap(pe: np.ndarray) -> go.Figure:
+    """PE PE^T as a heatmap: constant along every diagonal, because it depends on q - p only."""
+    dots = dot_products(pe)
+    fig = go.Figure(go.Heatmap(z=dots, colorscale="Viridis", colorbar=dict(title="dot", thickness=12),
+                               hovertemplate="PE(%{y}) · PE(%{x}) = %{z:.2f}<extra></extra>"))
+    fig.update_layout(title="Dot products between positions, PE · PEᵀ", height=420,
+                      margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_xaxes(title="position q", constrain="domain")
+    fig.update_yaxes(title="position p", autorange="reversed", scaleanchor="x")
+    return fig
+
+
+def offset_dots(pe: np.ndarray, start: int, max_k: int) -> np.ndarray:
+    """PE(start) · PE(start + k) for k = 0..max_k (cut where the table ends)."""
+    ks = np.arange(0, min(max_k, pe.shape[0] - 1 - start) + 1)
+    return pe[start + ks] @ pe[start]
+
+
+def offset_figure(pe: np.ndarray, starts: list[int], max_k: int) -> go.Figure:
+    """PE(p) · PE(p+k) against k for a few p: the curves lie on top of each other."""
+    fig = go.Figure()
+    dashes = ["solid", "dash", "dot", "dashdot", "longdash"]
+    for n, p in enumerate(starts):
+        y = offset_dots(pe, p, max_k)
+        fig.add_trace(go.Scatter(x=np.arange(len(y)), y=y, mode="lines", name=f"p = {p}",
+                                 line=dict(dash=dashes[n % len(dashes)], width=2 + 2 * (len(starts) - 1 - n))))
+    fig.update_layout(title="PE(p) · PE(p + k) against the distance k, for several p", height=380,
+                      xaxis_title="distance k", yaxis_title="dot product",
+                      legend=dict(orientation="h", y=-0.2), margin=dict(l=10, r=10, t=50, b=10))
+    return fig

@@ -1,0 +1,119 @@
+"""Scaled dot-product attention (section 3.2.1) step by step, and why it divides by sqrt(d_k).
+
+The maths is core.scaled_dot_product_attention; this module only feeds it and draws what comes out.
+"""
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import torch
+
+from core import scaled_dot_product_attention
+
+SCALED, UNSCALED = "scaled: softmax(q·k / √d_k)", "unscaled: softmax(q·k)"
+
+
+def attention_steps(q, k, v) -> dict[str, np.ndarray]:
+    """Q (Tq, d_k), K (Tk, d_k), V (Tk, d_v) -> every intermediate: scores, scaled, weights, output."""
+    q, k, v = (torch.tensor(np.array(x, dtype=np.float64)) for x in (q, k, v))
+    if q.ndim != 2 or k.ndim != 2 or v.ndim != 2 or q.shape[1] != k.shape[1] or k.shape[0] != v.shape[0]:
+        raise ValueError(f"Q and K need the same number of columns (d_k) and K and V the same number of rows; "
+                         f"got Q {tuple(q.shape)}, K {tuple(k.shape)}, V {tuple(v.shape)}.")
+    out, weights = scaled_dot_product_attention(q, k, v)
+    scores = q @ k.T                          # shown before scaling; the weights above come from core
+    return {"scores": scores.numpy(), "scaled": scores.numpy() / math.sqrt(q.shape[1]),
+            "weights": weights.numpy(), "output": out.numpy()}
+
+
+def matrix_figure(m: np.ndarray, title: str, rows: list[str], cols: list[str], colorscale: str = "RdBu",
+                  zero_centered: bool = True) -> go.Figure:
+    """A small matrix as a heatmap with its numbers written in the cells."""
+    m = np.asarray(m, dtype=float)
+    bound = max(float(np.abs(m).max(initial=0.0)), 1e-9)
+    zmin, zmax = (-bound, bound) if zero_centered else (0.0, max(bound, 1e-9))
+    fig = go.Figure(go.Heatmap(z=m, x=cols, y=rows, colorscale=colorscale, zmin=zmin, zmax=zmax, showscale=False,
+                               reversescale=colorscale == "RdBu", text=np.round(m, 2), texttemplate="%{text}",
+                               hovertemplate="%{y}, %{x}: %{z:.4f}<extra></extra>"))
+    fig.update_layout(title=dict(text=title, font_size=14), height=90 + 38 * len(rows),
+                      margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(type="category", side="top")
+    return fig
+
+
+def random_query_keys(d_k: int, n_keys: int = 10, seed: int = 0, trials: int = 1):
+    """q (trials, 1, d_k) and k (trials, n_keys, d_k) with independent unit-variance entries, seeded."""
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(trials, 1, d_k, generator=g, dtype=torch.float64),
+            torch.randn(trials, n_keys, d_k, generator=g, dtype=torch.float64))
+
+
+def scaled_and_unscaled(q, k) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention weights of q over k with and without the 1/sqrt(d_k), both through core's function.
+
+    Without scaling: multiply q by sqrt(d_k) first, which cancels the division inside.
+    """
+    d_k = q.shape[-1]
+    _, scaled = scaled_dot_product_attention(q, k, k)
+    _, unscaled = scaled_dot_product_attention(q * math.sqrt(d_k), k, k)
+    return scaled, unscaled
+
+
+def collapse_table(d_ks, n_keys: int = 10, trials: int = 200, seed: int = 0) -> pd.DataFrame:
+    """For each d_k, the mean largest weight and mean entropy (bits) of scaled and unscaled softmax."""
+    rows = []
+    for d_k in d_ks:
+        q, k = random_query_keys(int(d_k), n_keys, seed, trials)
+        for name, w in zip((SCALED, UNSCALED), scaled_and_unscaled(q, k)):
+            w = w[:, 0].numpy()                                          # (trials, n_keys)
+            entropy = -(w * np.log2(np.clip(w, 1e-300, None))).sum(-1)
+            rows.append({"d_k": int(d_k), "softmax": name, "max weight": w.max(-1).mean(),
+                         "entropy (bits)": entropy.mean()})
+    return pd.DataFrame(rows)
+
+
+def collapse_chart(table: pd.DataFrame, measure: str, d_k: int | None = None) -> alt.Chart:
+    """Largest weight (or entropy) against d_k, log scale, for scaled and unscaled softmax."""
+    lines = alt.Chart(table).mark_line(point=True).encode(
+        x=alt.X("d_k:Q", scale=alt.Scale(type="log", base=2), title="d_k (log scale)"),
+        y=alt.Y(f"{measure}:Q", title=measure),
+        color=alt.Color("softmax:N", title=None, legend=alt.Legend(orient="bottom")),
+        tooltip=["softmax:N", "d_k:Q", alt.Tooltip(f"{measure}:Q", format=".3f")])
+    if d_k is None:
+        return lines.properties(height=300)
+    rule = alt.Chart(pd.DataFrame({"d_k": [d_k]})).mark_rule(strokeDash=[4, 4], color="gray").encode(x="d_k:Q")
+    return (lines + rule).properties(height=300)
+
+
+def weights_chart(scaled: np.ndarray, unscaled: np.ndarray, d_k: int) -> alt.Chart:
+    """One query's weights over the keys, scaled beside unscaled, as grouped bars."""
+    data = pd.concat([pd.DataFrame({"key": np.arange(1, len(w) + 1), "weight": w, "softmax": name})
+                      for name, w in (("scaled", scaled), ("unscaled", unscaled))])
+    return alt.Chart(data).mark_bar().encode(
+        x=alt.X("key:O", title="key", axis=alt.Axis(labelAngle=0)), xOffset="softmax:N",
+        y=alt.Y("weight:Q", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("softmax:N", title=None, legend=alt.Legend(orient="bottom")),
+        tooltip=["softmax:N", "key:O", alt.Tooltip("weight:Q", format=".3f")],
+    ).properties(title=f"One random query over 10 keys, d_k = {d_k}", height=300)
+
+
+def example_qkv(n_q: int = 2, n_k: int = 3, d_k: int = 2, d_v: int = 2, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """Small editable Q, K, V: a hand-picked example in the top-left corner, small seeded integers elsewhere.
+
+    In the example, query 1 matches key 1 (q·k = 1) and opposes key 2 (q·k = -1).
+    """
+    rng = np.random.default_rng(seed)
+    hand = {"Q": [[1, 0], [0, 1]], "K": [[1, 0], [-1, 0], [0, 2]], "V": [[1, 0], [0, 1], [1, 1]]}
+    out = {}
+    for name, (rows, cols, row_name) in {"Q": (n_q, d_k, "query"), "K": (n_k, d_k, "key"),
+                                         "V": (n_k, d_v, "key")}.items():
+        m = rng.integers(-2, 3, size=(rows, cols)).astype(float)
+        ex = np.array(hand[name], dtype=float)[:rows, :cols]
+        m[: ex.shape[0], : ex.shape[1]] = ex
+        out[name] = pd.DataFrame(m, index=[f"{row_name} {i + 1}" for i in range(rows)],
+                                 columns=[f"{'v' if name == 'V' else 'd'}{j + 1}" for j in range(cols)])
+    return out

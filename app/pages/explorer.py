@@ -1,0 +1,165 @@
+"""Attention explorer: type a sentence, let the model translate it, and look at every attention map.
+
+The page is thin: the model runs once per (checkpoint, sentence, target, decoding) through
+app.common.get_attention (cached), and the figures come from app.figures.attention.
+"""
+import re
+
+import streamlit as st
+
+from app.common import get_attention, model_or_stop, show_figure
+from app.figures.attention import KINDS, SHORT, attention_view, head_view_figure, heatmap_figure, model_view_figure
+
+EXAMPLES = {
+    "Figure 3 of the paper (long-distance 'making … more difficult')":
+        "It is in this spirit that a majority of American governments have passed new laws since 2009 "
+        "making the registration or voting process more difficult.",
+    "Figures 4 and 5 of the paper (what does 'its' refer to?)":
+        "The Law will never be perfect, but its application should be just - this is what we are missing, "
+        "in my opinion.",
+    "A picture caption, as in Multi30k": "A man in a blue shirt is standing on a ladder.",
+    "Who is 'it'?": "The animal didn't cross the street because it was too tired.",
+    "Repeated words": "The cat saw the dog, and then the dog saw the cat.",
+    "German word order (verb at the end)": "I could not come yesterday because the train had already left.",
+}
+VIEWS = {"one": "One head", "grid": "All heads (model view)", "lines": "Head view (lines, as in the paper)"}
+ROW_TITLES = {"enc_self": "attending source token", "dec_self": "decoder step (the token it writes)",
+              "cross": "decoder step (the token it writes)"}
+COL_TITLES = {"enc_self": "attended source token", "dec_self": "tokens already read by the decoder",
+              "cross": "source token"}
+
+
+def plain(text: str) -> str:
+    """Backslash-escape Markdown so that text from the user is shown exactly as typed."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", text)
+
+
+def use_example():
+    st.session_state.src = EXAMPLES[st.session_state.example]
+    st.session_state.tgt = ""
+
+
+def open_tile():
+    """A click on the model view: make its layer and head the selected ones."""
+    event = st.session_state.get("grid_chart") or {}
+    for point in (event.get("selection") or {}).get("points", []):
+        data = point.get("customdata")           # [layer, head]; a typed array arrives as {"0": l, "1": h}
+        if isinstance(data, dict):
+            data = [data.get("0"), data.get("1")]
+        if isinstance(data, (list, tuple)) and len(data) >= 2 and all(isinstance(x, (int, float)) for x in data[:2]):
+            st.session_state.layer, st.session_state.head = int(data[0]), int(data[1])
+            return
+
+
+name, model = model_or_stop()
+cfg = model.cfg
+if "src" not in st.session_state and st.query_params.get("text"):      # a link such as /?text=The+cat+sat.
+    st.session_state.src = st.query_params["text"][:5000]
+for key, default in [("src", next(iter(EXAMPLES.values()))), ("tgt", ""), ("beam", 1), ("kind", "enc_self"),
+                     ("view", "one"), ("layer", min(4, cfg.N - 1)), ("head", 0), ("words", False),
+                     ("specials", True), ("hv_layout", "columns")]:
+    st.session_state.setdefault(key, default)
+
+st.title("Attention explorer")
+st.caption("Type a sentence: the model translates it, and every attention weight it used along the way is "
+           "shown below. Rows attend, columns are attended; each row's weights add up to 1.")
+
+left, right = st.columns([3, 2])
+with left:
+    st.selectbox("Start from an example", list(EXAMPLES), key="example", on_change=use_example, index=None,
+                 placeholder="Pick an example sentence…")
+    src = st.text_area("Sentence to translate", key="src", height=100,
+                       help="Press Ctrl+Enter or click outside the box to translate.")
+with right:
+    beam = st.radio("Decoding", [1, 4], key="beam", horizontal=True,
+                    format_func=lambda b: "greedy" if b == 1 else "beam search (4 beams)",
+                    help="Greedy takes the most likely word at each step; beam search keeps the 4 best partial "
+                         "translations, as in the paper.")
+    tgt = st.text_area("Your own translation (optional)", key="tgt", height=100,
+                       help="Teacher forcing: the decoder reads your words instead of its own, so you can see "
+                            "where it looks while reading a translation you choose.")
+
+try:
+    res = get_attention(name, src, tgt if tgt.strip() else None, beam)
+except ValueError as e:                 # empty input and the like: core words it for a student
+    st.warning(str(e))
+    st.stop()
+except Exception as e:  # noqa: BLE001 the page must stay usable whatever the model does
+    st.error(f"The model could not process this sentence ({type(e).__name__}: {e}). Try a shorter or simpler one.")
+    st.stop()
+for notice in res.notices:
+    st.info(plain(notice))
+
+if res.teacher_forced:
+    st.markdown("**Teacher forcing** on your translation: the maps show where the model looks while reading it.")
+else:
+    st.markdown(f"**The model's translation** ({'greedy' if beam == 1 else 'beam search, 4 beams'}):")
+st.code(res.tgt or "(empty: the model ended the sentence at once)", language=None, wrap_lines=True)
+
+c1, c2 = st.columns([2, 3])
+kind = c1.segmented_control("Attention", list(KINDS), key="kind", format_func=SHORT.get, required=True,
+                            help="Encoder self: the source sentence looks at itself. Decoder self: the translation "
+                                 "looks at the words already written. Encoder-decoder: the translation looks at "
+                                 "the source.")
+view = c2.segmented_control("View", list(VIEWS), key="view", format_func=VIEWS.get, required=True)
+n_layers = cfg.N if kind == "enc_self" else cfg.n_dec
+st.session_state.layer = min(st.session_state.layer, n_layers - 1)    # the decoder may have fewer layers
+st.session_state.head = min(st.session_state.head, cfg.h - 1)
+c1, c2, c3, c4 = st.columns(4)
+layer = c1.selectbox("Layer", range(n_layers), key="layer", format_func=lambda i: f"{i + 1} of {n_layers}")
+head = c2.selectbox("Head", range(cfg.h), key="head", format_func=lambda i: f"{i + 1} of {cfg.h}",
+                    disabled=view == "lines", help="The head view picks its heads below.")
+words = c3.toggle("Whole words", key="words", help="Merge the subword pieces of each word into one row and column.")
+specials = c4.toggle("Show <s> and </s>", key="specials", help="The start and end tokens.")
+
+v = attention_view(res, kind, words=words, specials=specials)
+notes = []
+if words:
+    notes.append("Whole words: the attention a word receives is the sum over its pieces, the attention it pays "
+                 "is the mean over its pieces, so rows still add up to 1.")
+else:
+    notes.append("Subword pieces: ▁ marks a piece that starts a word.")
+if not specials:
+    notes.append("<s> and </s> are hidden without renormalising: a row now adds up to less than 1, and what is "
+                 "missing is the weight that went to them." if not v.row_sums_to_one else
+                 "</s> is hidden (nothing attends to it here, so rows still add up to 1).")
+if kind != "enc_self":
+    notes.append("Decoder rows are labelled by the token each step writes; it can only see <s> and the tokens "
+                 "before it.")
+st.caption(plain(" ".join(notes)))
+
+where = f"{KINDS[kind]}, layer {layer + 1} of {n_layers}"
+stem = f"{kind}_layer{layer + 1}"
+if view == "one":
+    fig = heatmap_figure(v.maps[layer, head], v.rows, v.cols, title=f"{where}, head {head + 1} of {cfg.h}",
+                         row_title=ROW_TITLES[kind], col_title=COL_TITLES[kind])
+    show_figure(fig, f"{stem}_head{head + 1}", key="one_chart")
+elif view == "grid":
+    st.caption("Every layer (rows) and head (columns). Click a small map to open it large below.")
+    grid = model_view_figure(v.maps, v.rows, v.cols, title=KINDS[kind], selected=(layer, head))
+    show_figure(grid, f"{kind}_all_heads", key="grid_chart", on_select=open_tile, selection_mode="points")
+    fig = heatmap_figure(v.maps[layer, head], v.rows, v.cols, title=f"{where}, head {head + 1} of {cfg.h}",
+                         row_title=ROW_TITLES[kind], col_title=COL_TITLES[kind])
+    show_figure(fig, f"{stem}_head{head + 1}", key="one_chart")
+else:
+    st.session_state.hv_heads = [k for k in st.session_state.get("hv_heads", range(cfg.h)) if k < cfg.h]
+    focus_options = [None] + list(range(len(v.rows)))
+    if st.session_state.get("hv_focus") not in focus_options:
+        st.session_state.hv_focus = None
+    c1, c2, c3 = st.columns([3, 2, 1])
+    heads = c1.pills("Heads shown (one colour each)", list(range(cfg.h)), key="hv_heads", selection_mode="multi",
+                     format_func=lambda k: f"{k + 1}", help="Click a head to hide or show its lines.")
+    focus = c2.selectbox("Only the lines of one token", focus_options, key="hv_focus",
+                         format_func=lambda i: "all tokens" if i is None else f"{v.rows[i]}  (position {i + 1})",
+                         help="As in the paper's Figure 4 (bottom), which isolates the word 'its'.")
+    hv_layout = c3.radio("Layout", ["columns", "rows"], key="hv_layout",
+                         format_func=lambda s: "side by side" if s == "columns" else "top and bottom (paper)")
+    if not heads:
+        st.info("Pick at least one head to draw its lines.")
+    else:
+        fig = head_view_figure(v.rows, v.cols, v.maps[layer], heads=heads, focus=focus, layout=hv_layout,
+                               title=f"{where}: a line's opacity is its weight")
+        show_figure(fig, f"{stem}_head_view", key="lines_chart", width="content")
+        if fig.layout.meta["hidden_lines"]:
+            st.caption(f"Only the strongest lines are drawn: {fig.layout.meta['hidden_lines']:,} fainter ones are "
+                       "left out so that the browser stays quick. Pick fewer heads or one token to see them all.")

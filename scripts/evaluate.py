@@ -1,0 +1,148 @@
+#!/usr/bin/env python
+"""Translate a test split with beam search and score it with sacrebleu (BLEU and chrF).
+
+    python scripts/evaluate.py checkpoints/news-small                  # newstest2014, beam 4, alpha 0.6
+    python scripts/evaluate.py checkpoints/multi30k-small --split valid --limit 200
+
+Sources come from the data folder (default: the one named in the checkpoint's card.json).
+References are the RAW corpus files when the data folder is a prepared copy whose
+prep_report.json names a corpus that is still there (scores against the originals, as sacrebleu's
+own test sets do); otherwise the data folder's files as they are. The hypotheses go to
+CHECKPOINT/translations.<split>.de; the scores, with sacrebleu's signatures, go into
+card.json under card[<split>] and are printed as JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+from sacrebleu.metrics import BLEU, CHRF
+from tqdm import tqdm
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from core import CheckpointError, clean_text, load_checkpoint  # noqa: E402
+from core.checkpoint import atomic_write  # noqa: E402
+from core.data import read_parallel  # noqa: E402
+
+SRC, TGT = "en", "de"
+
+
+class EvalError(Exception):
+    """A problem with the command line or the files, worded for the person who ran it."""
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("checkpoint", help="checkpoint folder (model.safetensors, config.json, spm.model, card.json)")
+    p.add_argument("--data", help="folder with <split>.en/.de (default: the card's data folder)")
+    p.add_argument("--split", default="test", choices=["test", "valid"])
+    p.add_argument("--beam", type=int, default=4, help="beam size (1: greedy)")
+    p.add_argument("--alpha", type=float, default=0.6, help="length penalty exponent")
+    p.add_argument("--limit", type=int, default=0, help="only the first N sentences (0: all)")
+    p.add_argument("--batch-size", type=int, default=32, help="sentences decoded together")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+    p.add_argument("--no-progress", action="store_true")
+    return p.parse_args(argv)
+
+
+def find_data(arg, card: dict) -> Path:
+    """--data, or the card's data folder (relative to here, else to the repository)."""
+    name = arg or (card.get("data") or {}).get("folder")
+    if not name:
+        raise EvalError("The checkpoint's card does not say which data it was trained on: pass --data FOLDER.")
+    for folder in ([Path(name)] if arg or Path(name).is_absolute() else [Path(name), REPO / name]):
+        if folder.is_dir():
+            return folder
+    raise EvalError(f"The data folder '{name}' does not exist: pass --data FOLDER "
+                    "(the output of scripts/prepare_data.py).")
+
+
+def references(data: Path, split: str, n_lines: int):
+    """(lines, path) of the raw corpus' references if prep_report.json names them and they align; else (None, ours)."""
+    report = data / "prep_report.json"
+    try:
+        raw = Path(json.loads(report.read_text(encoding="utf-8"))["corpus"])
+        if (raw / f"{split}.{TGT}").exists():
+            refs = read_parallel(raw, split, SRC, TGT)[1]
+            if len(refs) == n_lines:
+                return refs, raw / f"{split}.{TGT}"
+    except (OSError, ValueError, KeyError, TypeError):   # no report, or a raw corpus that does not fit: fall back
+        pass
+    return None, data / f"{split}.{TGT}"
+
+
+def translate_all(tm, sources, beam, alpha, batch_size, progress=True) -> list[str]:
+    """Beam-search every source sentence (empty ones give empty output), longest first, with a progress bar."""
+    out = [""] * len(sources)
+    todo = sorted((i for i, s in enumerate(sources) if clean_text(s)), key=lambda i: -len(sources[i]))
+    with tqdm(total=len(sources), unit="sent", disable=not progress, dynamic_ncols=True) as bar:
+        bar.update(len(sources) - len(todo))
+        for start in range(0, len(todo), batch_size):
+            idx = todo[start: start + batch_size]
+            for i, hyp in zip(idx, tm.translate([sources[i] for i in idx], beam, alpha, batch_size)):
+                out[i] = hyp
+            bar.update(len(idx))
+    return out
+
+
+def evaluate(args) -> dict:
+    """Translate, score, write the translations and the card; returns the card entry."""
+    folder = Path(args.checkpoint)
+    if args.beam < 1 or args.batch_size < 1 or args.limit < 0:
+        raise EvalError("--beam and --batch-size must be at least 1, and --limit cannot be negative.")
+    device = "cuda" if args.device == "auto" and torch.cuda.is_available() else \
+        ("cpu" if args.device == "auto" else args.device)
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise EvalError("--device cuda was asked for, but this PyTorch sees no GPU: use --device cpu.")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    tm = load_checkpoint(folder, device)
+    data = find_data(args.data, tm.card)
+    try:
+        sources, prepared_refs = read_parallel(data, args.split, SRC, TGT)
+    except (FileNotFoundError, ValueError) as e:
+        raise EvalError(str(e)) from None
+    raw_refs, ref_path = references(data, args.split, len(sources))
+    refs = raw_refs if raw_refs is not None else prepared_refs
+    if args.limit:
+        sources, refs = sources[: args.limit], refs[: args.limit]
+    if not sources:
+        raise EvalError(f"{data}/{args.split}.{SRC} has no sentences to translate.")
+
+    t0 = time.time()
+    hyps = translate_all(tm, sources, args.beam, args.alpha, args.batch_size, not args.no_progress)
+    seconds = time.time() - t0
+    bleu, chrf = BLEU(), CHRF()
+    b, c = bleu.corpus_score(hyps, [refs]), chrf.corpus_score(hyps, [refs])
+    result = {"split": args.split, "data": str(data), "references": str(ref_path),
+              "sentences": len(sources), "bleu": round(b.score, 2), "chrf": round(c.score, 2),
+              "bleu_signature": str(bleu.get_signature()), "chrf_signature": str(chrf.get_signature()),
+              "bleu_detail": str(b), "beam": args.beam, "alpha": args.alpha, "seconds": round(seconds, 1),
+              "device": str(device)}
+    atomic_write(folder / f"translations.{args.split}.{TGT}", "".join(h + "\n" for h in hyps))
+    card_path = folder / "card.json"      # re-read: the card may have changed while we decoded
+    card = json.loads(card_path.read_text(encoding="utf-8")) if card_path.exists() else {}
+    card[args.split] = result
+    atomic_write(card_path, json.dumps(card, indent=2, ensure_ascii=False))
+    return result
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        result = evaluate(args)
+    except (EvalError, CheckpointError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

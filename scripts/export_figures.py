@@ -1,0 +1,102 @@
+"""Draw the paper's Figures 3, 4 and 5 on a checkpoint and write them to image files, with the chosen heads.
+
+    python scripts/export_figures.py checkpoints/news-small --out figures/news-small --format png svg
+
+Writes figure3.png, figure4_full.png, figure4_its.png, figure5_head*.png, figure{3,4,5}_scores.png
+(every head's score) and heads.json (the chosen layer and heads, every head's score; layers and
+heads counted from 0 there, from 1 in the pictures). Uses the app's builders and core/paper_figures.py,
+so the files match the app's "The paper's figures" page.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from app.figures.export import FORMATS, export_problem  # noqa: E402
+from app.figures.paper import figure_set, score_grid_figure  # noqa: E402
+from core import CheckpointError, load_checkpoint  # noqa: E402
+from core import paper_figures as pf  # noqa: E402
+
+
+def build(model, label: str, words: bool = True, numbers=(3, 4, 5)) -> tuple[dict, dict]:
+    """(figures by file name, JSON summary) of the paper's figures `numbers` for one TranslationModel."""
+    figures, summary = {}, {"checkpoint": label, "words": words, "figures": {},
+                            "numbering": "layers and heads count from 0 here; add 1 for the paper's and the pictures'"}
+    for number in numbers:
+        finder, sentence = pf.FIGURES[number]
+        result = model.attend(sentence)
+        found = finder(result.enc_self, result.src_tokens, sentence)
+        figures.update(figure_set(number, result.src_tokens, result.enc_self, found.layer, found.heads, words, label))
+        figures[f"figure{number}_scores"] = score_grid_figure(
+            found.scores, title=f"{label}: Figure {number} score of every head", chosen=(found.layer, found.heads))
+        summary["figures"][str(number)] = {**found.to_dict(), "translation": result.tgt,
+                                           "src_tokens": result.src_tokens}
+    return figures, summary
+
+
+def write_images(figures: dict, out: Path, formats: list[str]) -> list[Path]:
+    """Every figure in every format; one browser session for all of them (kaleido is slow to start)."""
+    import plotly.io as pio
+    figs, paths = [], []
+    for name, fig in figures.items():
+        for fmt in formats:
+            figs.append(fig)
+            paths.append(out / f"{name}.{fmt}")
+    # the app lets figures fill the page; a file needs a size
+    pio.write_images(figs, paths, width=[f.layout.width or 1000 for f in figs],
+                     height=[f.layout.height or 600 for f in figs], scale=2)
+    return paths
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("checkpoint", help="a checkpoint folder (model.safetensors, config.json, spm.model, card.json)")
+    p.add_argument("--out", required=True, help="folder for the image files and heads.json")
+    p.add_argument("--format", nargs="+", default=["png"], choices=list(FORMATS), help="png, svg or both")
+    p.add_argument("--figures", nargs="+", type=int, default=[3, 4, 5], choices=sorted(pf.FIGURES),
+                   help="which of the paper's figures (default: all three)")
+    p.add_argument("--pieces", action="store_true", help="draw sub-word pieces instead of merging them into words")
+    p.add_argument("--no-images", action="store_true", help="write heads.json only")
+    args = p.parse_args(argv)
+
+    try:
+        model = load_checkpoint(args.checkpoint)
+    except CheckpointError as e:
+        print(f"Cannot load the checkpoint: {e}", file=sys.stderr)
+        return 2
+    label = model.card.get("name") or Path(args.checkpoint).resolve().name
+    try:
+        figures, summary = build(model, label, not args.pieces, args.figures)
+    except ValueError as e:
+        print(f"Cannot draw the figures: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "heads.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
+    for number, f in summary["figures"].items():
+        print(f"Figure {number}: layer {f['layer'] + 1}, heads {[h + 1 for h in f['heads']]} "
+              f"(best score {f['scores'][0]['score']:.2f}, even attention {f['chance']:.2f})")
+    print(f"wrote {out / 'heads.json'}")
+    if args.no_images:
+        return 0
+    problem = export_problem(True)
+    if problem:
+        print(f"No image files written. {problem}", file=sys.stderr)
+        return 1
+    try:
+        paths = write_images(figures, out, args.format)
+    except Exception as e:  # noqa: BLE001 kaleido and its browser fail in many ways; say which
+        print(f"Drawing the image files failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {len(paths)} image files to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

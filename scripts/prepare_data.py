@@ -1,0 +1,301 @@
+"""Clean a parallel English-German corpus and train one shared SentencePiece BPE model.
+
+Usage (from the repo root):
+    python scripts/prepare_data.py --corpus ../shared/data/wmt-en-de --out data/wmt-en-de
+    python scripts/prepare_data.py --corpus ../shared/data/multi30k --out data/multi30k
+Options: --vocab-size 8000  --max-len 250 (words)  --ratio 2.5  --spm-sample 1000000
+
+The corpus folder must hold aligned train/valid/test .en/.de files (UTF-8, one sentence a line).
+Writes to OUT: {train,valid,test}.{en,de} (cleaned), train.origin (if the corpus has one),
+spm.model + spm.vocab (ids: 0 <pad>, 1 <unk>, 2 <s>, 3 </s>) and prep_report.json.
+
+Every split is normalised the same way (see `normalize`). Only TRAIN pairs are dropped; valid and
+test keep every line so that line numbers stay aligned with the references (valid line 8 and line
+1053 are the sentences of the paper's figures). Their would-be drops are only counted, as "flagged".
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import unicodedata
+from collections import Counter
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = REPO_ROOT.parent / "shared" / "data" / "wmt-en-de"
+SPLITS = ("train", "valid", "test")
+LANGS = ("en", "de")
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+REASONS = ("empty", "too_long", "ratio")
+# The length-ratio test only applies when both sides have at least this many characters:
+# short pairs like "Yes." / "Ja, natürlich." are legitimately lopsided.
+RATIO_MIN_CHARS = 10
+# Invisible format characters that only disturb tokenisation (soft hyphen, zero-width space,
+# direction marks, word joiner, BOM, bidi embeddings). Zero-width joiner U+200D is kept: emoji need it.
+_INVISIBLE = {0x00AD, 0x200B, 0x200E, 0x200F, 0x2060, 0xFEFF, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+
+
+class DataError(Exception):
+    """A problem with the input corpus, worded so that a student knows what to fix."""
+
+
+# ---------------------------------------------------------------- cleaning (pure functions)
+
+def _fix_c1(ch: str) -> str:
+    """Map a C1 control character (U+0080-U+009F) to the Windows-1252 character it stands for.
+
+    Such characters are mojibake: cp1252 bytes decoded as Latin-1. newstest2008 has hundreds of
+    them where quotes and dashes should be (U+0093 = left double quote); deleting them would glue
+    words together ("don\\x92t" -> "dont"). Codes undefined in cp1252 become "".
+    """
+    try:
+        return bytes([ord(ch)]).decode("cp1252")
+    except UnicodeDecodeError:
+        return ""
+
+
+def normalize(text: str) -> str:
+    """Return `text` repaired, NFKC-normalised, without control characters, whitespace collapsed."""
+    text = "".join(_fix_c1(c) if "\x80" <= c <= "\x9f" else c for c in text)
+    text = unicodedata.normalize("NFKC", text)
+    # Whitespace controls (tab, CR, ...) become spaces; other controls and invisibles are removed.
+    text = "".join(
+        " " if c.isspace() else c
+        for c in text
+        if c.isspace() or (unicodedata.category(c) != "Cc" and ord(c) not in _INVISIBLE)
+    )
+    return " ".join(text.split())
+
+
+def drop_reason(en: str, de: str, max_words: int = 250, max_ratio: float = 2.5) -> str | None:
+    """Return why a (normalised) pair should be dropped from training, or None to keep it.
+
+    "empty": either side is empty.  "too_long": either side has more than `max_words`
+    whitespace-separated words (as Moses' clean-corpus-n.perl counts).  "ratio": both sides have
+    at least RATIO_MIN_CHARS characters and the longer is more than `max_ratio` times the shorter
+    (in characters), which usually means a misaligned pair.
+    """
+    if not en or not de:
+        return "empty"
+    if len(en.split()) > max_words or len(de.split()) > max_words:
+        return "too_long"
+    short, long_ = sorted((len(en), len(de)))
+    if short >= RATIO_MIN_CHARS and long_ > max_ratio * short:
+        return "ratio"
+    return None
+
+
+# ---------------------------------------------------------------- files
+
+def count_lines(path: Path) -> int:
+    """Count lines the way `wc -l` would, plus a last line that has no final newline."""
+    n, last = 0, b"\n"
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            n += chunk.count(b"\n")
+            last = chunk[-1:]
+    return n + (last != b"\n")
+
+
+def check_corpus(corpus: Path) -> dict[str, int]:
+    """Check that all six split files exist and that .en and .de have equal line counts.
+
+    Returns {split: number of lines}; raises DataError with an explanation otherwise.
+    """
+    corpus = Path(corpus)
+    if not corpus.is_dir():
+        raise DataError(f"Corpus folder not found: {corpus}\n"
+                        f"  Pass --corpus DIR, a folder holding train/valid/test .en and .de files.")
+    missing = [f"{s}.{l}" for s in SPLITS for l in LANGS if not (corpus / f"{s}.{l}").is_file()]
+    if missing:
+        raise DataError(f"Missing file(s) in {corpus}: {', '.join(missing)}\n"
+                        f"  Expected aligned files train.en/train.de, valid.en/valid.de, test.en/test.de.")
+    counts = {}
+    for split in SPLITS:
+        n_en, n_de = (count_lines(corpus / f"{split}.{l}") for l in LANGS)
+        if n_en != n_de:
+            raise DataError(f"{split}.en has {n_en} lines but {split}.de has {n_de} lines in {corpus}.\n"
+                            f"  Line i of {split}.en must translate line i of {split}.de; the files are not aligned.")
+        counts[split] = n_en
+    return counts
+
+
+def read_lines(path: Path):
+    """Yield the lines of a UTF-8 file without their newline.
+
+    Only "\\n" ends a line (newline="\\n"): Python's default would also split at a stray "\\r"
+    and silently shift every following line against the other language.
+    """
+    with open(path, encoding="utf-8", newline="\n") as f:
+        i = 0
+        try:
+            for i, line in enumerate(f, 1):
+                yield line.rstrip("\n")
+        except UnicodeDecodeError as e:
+            raise DataError(f"{path} is not valid UTF-8 (near line {i + 1}): {e}") from None
+
+
+@contextlib.contextmanager
+def atomic_write(path: Path):
+    """Open `path` for writing via a temporary file that replaces `path` only on success.
+
+    A crash half-way therefore never leaves a truncated file that looks finished.
+    """
+    tmp = Path(f"{path}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            yield f
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def clean_split(corpus: Path, out: Path, split: str, n_lines: int, max_words: int, max_ratio: float,
+                progress: bool = True) -> dict:
+    """Normalise one split into OUT/{split}.{en,de}; drop bad pairs only if split == "train".
+
+    A train.origin file next to train.en is filtered in step. Returns the split's statistics.
+    """
+    from tqdm import tqdm
+
+    drop = split == "train"
+    sources = [corpus / f"{split}.{l}" for l in LANGS]
+    targets = [out / f"{split}.{l}" for l in LANGS]
+    origin = corpus / "train.origin"
+    if drop and origin.is_file():
+        if count_lines(origin) == n_lines:
+            sources.append(origin)
+            targets.append(out / "train.origin")
+        else:
+            print(f"warning: {origin} does not have {n_lines} lines; ignoring it", file=sys.stderr)
+    reasons, by_origin, changed, kept = Counter(), Counter(), 0, 0
+    with contextlib.ExitStack() as stack:
+        files = [stack.enter_context(atomic_write(t)) for t in targets]
+        rows = zip(*(read_lines(s) for s in sources))
+        for row in tqdm(rows, total=n_lines, desc=f"clean {split}", unit=" pairs", disable=not progress):
+            en, de = normalize(row[0]), normalize(row[1])
+            changed += (en != row[0]) + (de != row[1])
+            reason = drop_reason(en, de, max_words, max_ratio)
+            if reason:
+                reasons[reason] += 1
+                if drop and len(row) > 2:
+                    by_origin[row[2]] += 1
+                if drop:
+                    continue
+            kept += 1
+            for f, text in zip(files, (en, de, *row[2:])):
+                f.write(text + "\n")
+    stats = {"pairs_in": n_lines, "pairs_out": kept, "lines_changed_by_normalisation": changed,
+             ("dropped" if drop else "flagged_but_kept"): {r: reasons[r] for r in REASONS}}
+    if by_origin:
+        stats["dropped_by_origin"] = dict(by_origin.most_common())
+    return stats
+
+
+# ---------------------------------------------------------------- SentencePiece
+
+def train_spm(inputs: list[Path], out: Path, vocab_size: int, sample: int = 1_000_000, seed: int = 1) -> Path:
+    """Train one BPE model on all `inputs` (both languages) and write OUT/spm.model + OUT/spm.vocab.
+
+    One shared vocabulary as in the paper (it also lets the embeddings be tied). byte_fallback
+    spells any character missing from the vocabulary as UTF-8 bytes, so emoji or other scripts
+    never become <unk>. `sample` caps the sentences used (0 = all); more rarely changes the pieces.
+    """
+    import sentencepiece as spm
+
+    spm.set_random_generator_seed(seed)  # the sentence sample is random; keep runs reproducible
+    prefix = out / ".spm-tmp"
+    try:
+        spm.SentencePieceTrainer.train(
+            input=[str(p) for p in inputs], model_prefix=str(prefix), vocab_size=vocab_size,
+            model_type="bpe", character_coverage=0.9999, byte_fallback=True,
+            pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+            pad_piece="<pad>", unk_piece="<unk>", bos_piece="<s>", eos_piece="</s>",
+            input_sentence_size=sample, shuffle_input_sentence=True, max_sentence_length=16384,
+            num_threads=min(4, os.cpu_count() or 1), minloglevel=1,
+        )
+    except RuntimeError as e:
+        for suffix in (".model", ".vocab"):
+            Path(f"{prefix}{suffix}").unlink(missing_ok=True)
+        raise DataError(f"SentencePiece training failed: {e}\n"
+                        f"  If it says the vocabulary size is too high, try a smaller --vocab-size.") from None
+    for suffix in (".model", ".vocab"):  # both files appear together, complete
+        os.replace(f"{prefix}{suffix}", out / f"spm{suffix}")
+    return out / "spm.model"
+
+
+# ---------------------------------------------------------------- driver
+
+def format_report(report: dict) -> str:
+    """Return the drop counts as a small text table (valid/test counts are flagged, not dropped)."""
+    lines = [f"{'split':<6} {'pairs in':>9} {'empty':>7} {'too_long':>9} {'ratio':>7} {'pairs out':>10}"]
+    for split in SPLITS:
+        s = report["splits"][split]
+        c = s.get("dropped") or s["flagged_but_kept"]
+        fmt = "{}" if "dropped" in s else "({})"
+        cells = [fmt.format(c[r]) for r in REASONS]
+        lines.append(f"{split:<6} {s['pairs_in']:>9} {cells[0]:>7} {cells[1]:>9} {cells[2]:>7} {s['pairs_out']:>10}")
+    lines.append("(n) = would be dropped, but valid/test keep every line")
+    return "\n".join(lines)
+
+
+def prepare(corpus: Path, out: Path, vocab_size: int = 8000, max_len: int = 250, ratio: float = 2.5,
+            spm_sample: int = 1_000_000, progress: bool = True) -> dict:
+    """Run the whole preparation (check, clean, train SentencePiece, report); return the report."""
+    import sentencepiece as spm
+
+    corpus, out = Path(corpus), Path(out)
+    counts = check_corpus(corpus)  # fail before writing anything
+    out.mkdir(parents=True, exist_ok=True)
+    splits = {s: clean_split(corpus, out, s, counts[s], max_len, ratio, progress) for s in SPLITS}
+    if splits["train"]["pairs_out"] == 0:
+        raise DataError(f"No training pair survived cleaning in {corpus}; check the files and --max-len/--ratio.")
+    model = train_spm([out / "train.en", out / "train.de"], out, vocab_size, spm_sample)
+    sp = spm.SentencePieceProcessor(model_file=str(model))
+    report = {
+        "corpus": str(corpus.resolve()),
+        "settings": {"vocab_size": vocab_size, "max_len": max_len, "max_len_unit": "words",
+                     "ratio": ratio, "ratio_unit": "characters", "ratio_min_chars": RATIO_MIN_CHARS,
+                     "spm_sample": spm_sample, "model_type": "bpe", "character_coverage": 0.9999,
+                     "byte_fallback": True, "special_ids": {"<pad>": PAD_ID, "<unk>": UNK_ID,
+                                                            "<s>": BOS_ID, "</s>": EOS_ID}},
+        "splits": splits,
+        "spm_vocab_size": sp.get_piece_size(),
+    }
+    with atomic_write(out / "prep_report.json") as f:
+        json.dump(report, f, indent=2, ensure_ascii=False)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="folder with {train,valid,test}.{en,de}")
+    p.add_argument("--out", type=Path, required=True, help="output folder, e.g. data/wmt-en-de")
+    p.add_argument("--vocab-size", type=int, default=8000, help="shared SentencePiece vocabulary size")
+    p.add_argument("--max-len", type=int, default=250, help="drop train pairs with a side over this many words")
+    p.add_argument("--ratio", type=float, default=2.5, help="drop train pairs whose length ratio (chars) exceeds this")
+    p.add_argument("--spm-sample", type=int, default=1_000_000, help="sentences sampled for SentencePiece (0 = all)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    args = p.parse_args(argv)
+    try:
+        report = prepare(args.corpus, args.out, args.vocab_size, args.max_len, args.ratio,
+                         args.spm_sample, progress=not args.no_progress)
+    except DataError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(format_report(report))
+    dropped = report["splits"]["train"].get("dropped_by_origin")
+    if dropped:
+        print("train drops by origin:", ", ".join(f"{k} {v}" for k, v in dropped.items()))
+    print(f"SentencePiece vocab: {report['spm_vocab_size']} pieces -> {args.out / 'spm.model'}")
+    print(f"report -> {args.out / 'prep_report.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+#!/usr/bin/env python
+"""Render a checkpoint's card.json as a readable CARD.md beside it (optionally adding notes first).
+
+    python scripts/write_card.py checkpoints/news-small --notes "why these sizes ..."
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from core.checkpoint import atomic_write  # noqa: E402
+
+
+def card_markdown(card: dict) -> str:
+    """The card as Markdown: what the model is, how it was made, how it scores."""
+    t, lines = card.get("training", {}), [f"# {card.get('name', 'checkpoint')}", ""]
+    if card.get("notes"):
+        lines += [card["notes"], ""]
+    lines += ["## How it was made", "",
+              f"- Trained here: {card.get('trained_here')}",
+              f"- Data: `{(card.get('data') or {}).get('folder')}`",
+              f"- Preset: {t.get('preset')}; parameters: {card.get('parameters'):,}" if card.get("parameters") else "",
+              f"- Steps: {t.get('steps')}, epochs: {t.get('epochs')}, target tokens: {t.get('target_tokens')}",
+              f"- Wall time: {t.get('wall_time_s', 0) / 3600:.2f} h on {t.get('hardware')}",
+              f"- Batch: {t.get('max_tokens')} padded tokens x {t.get('accum')}; warmup {t.get('warmup')}, "
+              f"lr scale {t.get('lr_scale')}; averaged saves: {', '.join(t.get('averaged_saves', []))}", ""]
+    lines += ["## Scores", ""]
+    if card.get("dev_last"):
+        d = card["dev_last"]
+        lines.append(f"- Dev (during training, greedy, first {d.get('bleu_sentences')} sentences): BLEU {d.get('bleu')}, "
+                     f"perplexity {d.get('ppl')} (step {d.get('step')})")
+    for split in ("valid", "test"):
+        if card.get(split):
+            e = card[split]
+            lines += [f"- {split} ({e.get('sentences')} sentences, beam {e.get('beam')}, alpha {e.get('alpha')}): "
+                      f"BLEU {e.get('bleu')}, chrF {e.get('chrf')}",
+                      f"  - `{e.get('bleu_signature')}`", f"  - `{e.get('chrf_signature')}`"]
+    return "\n".join(l for l in lines if l is not None) + "\n"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("checkpoint")
+    p.add_argument("--notes", help="text saved as card['notes'] (why these sizes and this schedule, ...)")
+    a = p.parse_args(argv)
+    path = Path(a.checkpoint) / "card.json"
+    if not path.exists():
+        sys.exit(f"error: {path} does not exist")
+    card = json.loads(path.read_text(encoding="utf-8"))
+    if a.notes:
+        card["notes"] = a.notes
+        atomic_write(path, json.dumps(card, indent=2, ensure_ascii=False))
+    atomic_write(Path(a.checkpoint) / "CARD.md", card_markdown(card))
+    print(f"wrote {Path(a.checkpoint) / 'CARD.md'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""End to end: `streamlit run app/main.py` driven by Playwright in Debian's Chromium.
+
+Types a sentence, switches a head, opens a tile of the model view by clicking it, draws the head view,
+and checks that no Streamlit exception box appears. Screenshots go to artifacts/ (git-ignored), to look at.
+Skipped when Playwright or /usr/bin/chromium is missing; never downloads a browser.
+"""
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
+CHROMIUM = "/usr/bin/chromium"
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"no Chromium at {CHROMIUM} (apt install chromium); this test never downloads a browser",
+                allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts"
+WAIT_MS = 180_000                      # generous: the machine's cores are shared with training runs
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    """The app served on a free port, with an empty checkpoints folder (untrained model, fast start)."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("server") / "streamlit.log"
+    env = {**os.environ, "ATTN_EXPLORER_CHECKPOINTS": str(tmp_path_factory.mktemp("checkpoints"))}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.port", str(port),
+             "--server.headless", "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 120
+        while True:
+            try:
+                urllib.request.urlopen(url + "/_stcore/health", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    pytest.fail("the Streamlit server did not start:\n" + log.read_text(errors="replace")[-3000:])
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def plot_title(page, n=0) -> str:
+    return page.locator(".js-plotly-plot").nth(n).locator("text.gtitle").text_content() or ""
+
+
+def test_explorer_in_a_real_browser(app_url):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 2200})
+            page.set_default_timeout(WAIT_MS)
+            page.goto(app_url + "/?text=A+man+is+standing+on+a+ladder.")     # a short sentence: a quick start
+            page.wait_for_selector(".js-plotly-plot text.gtitle")
+            assert "head 1 of 8" in plot_title(page)
+            assert page.get_by_role("textbox", name="Sentence to translate").input_value() == "A man is standing on a ladder."
+
+            # type another sentence: the heatmap gets other rows
+            before = page.locator(".js-plotly-plot .ytick").count()
+            box = page.get_by_role("textbox", name="Sentence to translate")
+            box.fill("The cat sat on the mat, and the dog sat on the cat.")
+            box.press("Control+Enter")
+            page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot .ytick').length > {before}")
+            page.screenshot(path=str(ARTIFACTS / "explorer_one_head.png"))
+
+            # switch the head
+            page.locator('[data-testid="stSelectbox"]').filter(has_text="Head").click()
+            page.get_by_role("option", name="4 of 8").click()
+            page.wait_for_function("() => (document.querySelector('.js-plotly-plot text.gtitle') || {}).textContent"
+                                   "?.endsWith('head 4 of 8')")
+
+            # the model view: clicking a tile opens it large below
+            page.get_by_text("All heads (model view)", exact=True).click()
+            page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length == 2")
+            grid = page.locator(".js-plotly-plot").first.locator(".nsewdrag").first
+            grid.wait_for()
+            b = grid.bounding_box()
+            page.mouse.click(b["x"] + b["width"] * 2.5 / 8, b["y"] + b["height"] * 1.5 / 6)   # layer 2, head 3
+            page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text.gtitle')]"
+                                   ".some(t => t.textContent.includes('layer 2 of 6, head 3 of 8'))")
+            page.screenshot(path=str(ARTIFACTS / "explorer_model_view.png"))
+
+            # the head view, then only one token's lines
+            page.get_by_text("Head view (lines, as in the paper)", exact=True).click()
+            page.wait_for_selector(".js-plotly-plot .legend")
+            page.screenshot(path=str(ARTIFACTS / "explorer_head_view.png"))
+            page.locator('[data-testid="stSelectbox"]').filter(has_text="Only the lines of one token").click()
+            page.get_by_role("option").nth(3).click()
+            page.wait_for_timeout(1500)
+            page.screenshot(path=str(ARTIFACTS / "explorer_head_view_focus.png"))
+
+            assert page.locator('[data-testid="stException"]').count() == 0
+        finally:
+            browser.close()

@@ -1,0 +1,157 @@
+"""The pure attention figure builders (app/figures/attention.py) on small hand-made maps."""
+import numpy as np
+import pytest
+
+import core
+from app.figures.attention import (attention_view, head_colors, head_view_figure, heatmap_figure,
+                                   model_view_figure, safe)
+
+
+def rows_summing_to_one(*shape, seed=0):
+    """Random attention maps: non-negative, each row sums to 1, deliberately uneven."""
+    x = np.random.default_rng(seed).gamma(0.3, size=shape)
+    return (x / x.sum(-1, keepdims=True)).astype(np.float32)
+
+
+def fake_result(src_tokens, tgt_tokens, n_enc=2, n_dec=2, h=3):
+    """An AttendResult with random maps of the right shapes (no model needed)."""
+    S, T = len(src_tokens), len(tgt_tokens)
+    return core.AttendResult(
+        src="", tgt="", src_tokens=src_tokens, tgt_tokens=tgt_tokens, out_tokens=tgt_tokens[1:] + ["</s>"],
+        enc_self=rows_summing_to_one(n_enc, h, S, S, seed=1), dec_self=rows_summing_to_one(n_dec, h, T, T, seed=2),
+        cross=rows_summing_to_one(n_dec, h, T, S, seed=3), teacher_forced=True)
+
+
+SRC = ["▁the", "▁cat", "▁saw", "▁the", "▁do", "g", "</s>"]
+TGT = ["<s>", "▁die", "▁Kat", "ze", "▁sah"]
+
+
+def test_heatmap_scale_starts_at_zero_and_keeps_repeated_tokens_apart():
+    attn = rows_summing_to_one(7, 7)
+    fig = heatmap_figure(attn, SRC, SRC, title="t")
+    hm = fig.data[0]
+    assert hm.zmin == 0.0 and hm.zmax == pytest.approx(attn.max())
+    # "▁the" appears twice: it still gets two rows and two columns, each labelled "▁the"
+    assert len(set(hm.x)) == len(set(hm.y)) == 7 and list(fig.layout.xaxis.tickvals) == list(hm.x)
+    assert list(fig.layout.xaxis.ticktext) == SRC[:6] + ["&lt;/s&gt;"] == list(fig.layout.yaxis.ticktext)
+    np.testing.assert_allclose(np.asarray(hm.z), attn, rtol=1e-6)
+    # hover names both tokens (with their positions) and the weight
+    assert hm.y[3] == "▁the (4)" and hm.x[1] == "▁cat (2)"
+    assert "%{y}" in hm.hovertemplate and "%{x}" in hm.hovertemplate and "%{z" in hm.hovertemplate
+
+
+def test_heatmap_of_a_rectangular_map():
+    fig = heatmap_figure(rows_summing_to_one(5, 7), TGT, SRC)
+    assert len(fig.layout.yaxis.ticktext) == 5 and len(fig.layout.xaxis.ticktext) == 7
+
+
+def test_labels_are_escaped_so_plotly_shows_them_literally():
+    assert safe("</s>") == "&lt;/s&gt;" and safe("a<b>b") == "a&lt;b&gt;b" and safe("R&D") == "R&amp;D"
+
+
+def test_attention_view_pieces_words_and_specials():
+    r = fake_result(SRC, TGT)
+    v = attention_view(r, "enc_self")
+    assert v.rows == SRC and v.cols == SRC and v.maps.shape == (2, 3, 7, 7) and v.row_sums_to_one
+    # decoder rows: what each step writes; columns: what it has read
+    v = attention_view(r, "dec_self")
+    assert v.rows == r.out_tokens and v.cols == TGT
+    v = attention_view(r, "cross")
+    assert v.rows == r.out_tokens and v.cols == SRC and v.maps.shape == (2, 3, 5, 7)
+    # whole words: "▁do" "g" -> "dog", rows still sum to 1
+    v = attention_view(r, "enc_self", words=True)
+    assert v.cols == ["the", "cat", "saw", "the", "dog", "</s>"]
+    np.testing.assert_allclose(v.maps.sum(-1), 1.0, atol=1e-5)
+    assert v.maps.shape == (2, 3, 6, 6)
+    np.testing.assert_allclose(v.maps[0, 0, 0, 4], r.enc_self[0, 0, 0, 4] + r.enc_self[0, 0, 0, 5], rtol=1e-5)
+    # hidden specials: dropped, not renormalised
+    v = attention_view(r, "enc_self", specials=False)
+    assert "</s>" not in v.rows + v.cols and v.maps.shape == (2, 3, 6, 6) and not v.row_sums_to_one
+    np.testing.assert_allclose(v.maps, r.enc_self[..., :6, :6])
+    assert (v.maps.sum(-1) < 1.0).all()
+    v = attention_view(r, "cross", specials=False)
+    assert v.rows == r.out_tokens[:-1] and v.cols == SRC[:-1]
+    with pytest.raises(ValueError, match="kind"):
+        attention_view(r, "self")
+
+
+def test_hiding_specials_keeps_them_when_nothing_else_is_left():
+    r = fake_result(["▁hi", "</s>"], ["<s>"])             # the model wrote nothing but </s>
+    v = attention_view(r, "dec_self", specials=False)
+    assert v.rows == ["</s>"] and v.cols == ["<s>"]
+
+
+def test_model_view_places_every_head_in_its_tile():
+    maps = rows_summing_to_one(3, 4, 5, 6)
+    fig = model_view_figure(maps, TGT, SRC[:6], selected=(2, 1))
+    hm, targets = fig.data[0], fig.data[1]
+    z = np.asarray(hm.z)
+    gap = (z.shape[1] - 4 * 6) // 3
+    assert z.shape == (3 * 5 + 2 * gap, 4 * 6 + 3 * gap)
+    for l in range(3):
+        for h in range(4):
+            r0, c0 = l * (5 + gap), h * (6 + gap)
+            np.testing.assert_allclose(z[r0:r0 + 5, c0:c0 + 6], maps[l, h])
+    assert fig.layout.coloraxis.cmin == 0.0 and fig.layout.coloraxis.cmax == pytest.approx(maps.max())
+    # every (layer, head) can be clicked, and the selected one is framed
+    assert {tuple(c) for c in np.asarray(targets.customdata).tolist()} == {(l, h) for l in range(3) for h in range(4)}
+    (rect,) = fig.layout.shapes
+    assert rect.x0 < 1 * (6 + gap) < rect.x1 < 2 * (6 + gap) and rect.y0 < 2 * (5 + gap) < rect.y1
+    assert list(fig.layout.yaxis.ticktext) == ["layer 1", "layer 2", "layer 3"]
+
+
+def _segments(fig):
+    """(head, i, j, opacity) for every line drawn by head_view_figure in the 'columns' layout."""
+    out = []
+    for tr in fig.data:
+        if tr.mode != "lines" or tr.meta is None:
+            continue
+        x, y = np.asarray(tr.x, dtype=float), np.asarray(tr.y, dtype=float)
+        for k in range(0, len(x), 3):
+            assert x[k] == 0 and x[k + 1] == 1 and np.isnan(x[k + 2])
+            out.append((tr.meta["head"], int(-y[k]), int(-y[k + 1]), tr.opacity))
+    return out
+
+
+def test_head_view_line_opacity_is_the_weight():
+    attn = rows_summing_to_one(3, 5, 7)
+    fig = head_view_figure(TGT, SRC, attn, min_weight=0.0)
+    segs = _segments(fig)
+    drawn = {(k, i, j) for k, i, j, _ in segs}
+    for k, i, j, opacity in segs:
+        assert abs(opacity - attn[k, i, j]) <= 0.005 + 1e-9
+    # every weight that rounds to at least 0.01 is drawn, once
+    assert len(segs) == len(drawn) == int((np.round(attn, 2) > 0).sum())
+    # one full-colour legend entry per head
+    legend = [tr for tr in fig.data if tr.showlegend]
+    assert [tr.name for tr in legend] == ["head 1", "head 2", "head 3"]
+    assert [tr.line.color for tr in legend] == head_colors(3)
+
+
+def test_head_view_focus_heads_and_thresholds():
+    attn = rows_summing_to_one(4, 5, 7)
+    segs = _segments(head_view_figure(TGT, SRC, attn, heads=[1, 3], focus=2, min_weight=0.0))
+    assert segs and {i for _, i, _, _ in segs} == {2} and {k for k, _, _, _ in segs} == {1, 3}
+    segs = _segments(head_view_figure(TGT, SRC, attn, min_weight=0.2))
+    assert segs and all(attn[k, i, j] >= 0.2 for k, i, j, _ in segs)
+    fig = head_view_figure(TGT, SRC, attn, min_weight=0.0, max_lines=10)
+    segs = _segments(fig)
+    strongest = np.sort(attn.ravel())[-10:]
+    assert len(segs) == 10 and min(attn[k, i, j] for k, i, j, _ in segs) >= strongest[0]
+    assert fig.layout.meta["hidden_lines"] == int((np.round(attn, 2) > 0).sum()) - 10
+    # the focused token is highlighted, and both sentences are written out (escaped)
+    fig = head_view_figure(TGT, SRC, attn, focus=2)
+    left = [tr for tr in fig.data if tr.meta and tr.meta.get("tokens") == 0][0]
+    assert left.text[2] == "<b>▁Kat</b>" and left.text[0] == "&lt;s&gt;"
+    with pytest.raises(ValueError, match="tokens"):
+        head_view_figure(TGT, SRC[:-1], attn)
+
+
+def test_head_view_rows_layout_writes_words_vertically():
+    attn = rows_summing_to_one(2, 7, 7)
+    fig = head_view_figure(SRC, SRC, attn, layout="rows")
+    assert len(fig.layout.annotations) == 14 and all(a.textangle == -90 for a in fig.layout.annotations)
+    for tr in fig.data:
+        if tr.mode == "lines" and tr.meta is not None:
+            y = np.asarray(tr.y, dtype=float)
+            assert set(y[~np.isnan(y)]) <= {0.0, 1.0}      # from the top copy to the bottom one

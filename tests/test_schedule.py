@@ -1,0 +1,35 @@
+"""The warm-up learning-rate schedule and Adam settings of section 5.3."""
+import pytest
+import torch
+
+import core
+
+
+@pytest.mark.parametrize("step, lr", [(1000, 1.747e-4), (4000, 6.988e-4), (5000, 6.250e-4)])
+def test_noam_lr_values(step, lr):
+    assert core.noam_lr(step, 512, 4000) == pytest.approx(lr, rel=2e-3)
+
+
+def test_noam_lr_peaks_at_warmup():
+    lrs = [core.noam_lr(s, 512, 4000) for s in range(1, 20001)]
+    assert max(range(len(lrs)), key=lrs.__getitem__) + 1 == 4000
+    assert all(a < b for a, b in zip(lrs[:3999], lrs[1:4000]))      # rises linearly during warm-up
+    assert all(a > b for a, b in zip(lrs[3999:], lrs[4000:]))       # then decays as step^-0.5
+    assert core.noam_lr(16000, 512, 4000) == pytest.approx(core.noam_lr(4000, 512, 4000) / 2, rel=1e-9)
+
+
+def test_make_optimizer_first_update_uses_step_one():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    opt, sched = core.make_optimizer(model, d_model=512, warmup=4000)
+    group = opt.param_groups[0]
+    assert group["betas"] == (0.9, 0.98) and group["eps"] == 1e-9
+    assert group["lr"] == pytest.approx(core.noam_lr(1, 512, 4000), rel=1e-12)
+    before = model.weight.detach().clone()
+    model(torch.randn(8, 4)).pow(2).sum().backward()
+    opt.step()
+    sched.step()
+    # Adam's first step moves every weight by lr * m_hat / sqrt(v_hat) = lr * sign(grad)
+    step_size = (model.weight.detach() - before).abs()
+    assert torch.allclose(step_size, torch.full_like(step_size, core.noam_lr(1, 512, 4000)), rtol=1e-4)
+    assert group["lr"] == pytest.approx(core.noam_lr(2, 512, 4000), rel=1e-12)

@@ -1,0 +1,288 @@
+"""Batching, training, resuming, evaluation and averaging on a tiny synthetic corpus (number words, en -> de)."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import unicodedata
+from pathlib import Path
+
+import pytest
+import sacrebleu
+import sentencepiece as spm
+import torch
+from safetensors.torch import load_file
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from core import Tokenizer, load_checkpoint, load_model  # noqa: E402
+from core.checkpoint import unique_state_dict  # noqa: E402
+from core.data import encode_pairs, read_parallel, token_batches  # noqa: E402
+from scripts import average_checkpoints, evaluate, train  # noqa: E402
+from scripts.train_state import read_info  # noqa: E402
+from scripts.train_utils import JsonlLog, average_saves  # noqa: E402
+
+EN = "zero one two three four five six seven eight nine".split()
+DE = "null eins zwei drei vier fu\u0308nf sechs sieben acht neun".split()   # "fünf" decomposed (NFD), as in raw text
+# Tiny model, ~9-18 batches an epoch; one thread so that in-process and subprocess runs compute alike.
+FAST = ["--preset", "tiny", "--warmup", "50", "--lr-scale", "0.3", "--threads", "1", "--no-progress",
+        "--valid-every", "0"]
+
+
+def number_pairs(n: int, rng: random.Random):
+    """Counting up or down from a random number, 1-9 words: 'seven eight nine' -> 'sieben acht neun'."""
+    out = []
+    for _ in range(n):
+        k, length, d = rng.randrange(10), rng.randint(1, 9), rng.choice((1, -1))
+        idx = [(k + d * j) % 10 for j in range(length)]
+        out.append((" ".join(EN[i] for i in idx), " ".join(DE[i] for i in idx)))
+    return out
+
+
+def make_corpus(root: Path) -> tuple[Path, Path]:
+    """A raw corpus and its prepared copy (NFKC text, spm.model of ~100 pieces, prep_report.json naming the raw one)."""
+    raw, data = root / "raw", root / "data"
+    raw.mkdir(parents=True)
+    data.mkdir()
+    rng = random.Random(0)
+    for split, n in [("train", 300), ("valid", 30), ("test", 30)]:
+        pairs = number_pairs(n, rng)
+        if split == "valid":
+            pairs[2] = ("", pairs[2][1])      # prepared valid/test keep empty lines, to stay aligned
+        for j, lang in enumerate(("en", "de")):
+            lines = [p[j] for p in pairs]
+            (raw / f"{split}.{lang}").write_text("".join(l + "\n" for l in lines), encoding="utf-8")
+            (data / f"{split}.{lang}").write_text(
+                "".join(unicodedata.normalize("NFKC", l) + "\n" for l in lines), encoding="utf-8")
+    train_text = (data / "train.en").read_text().splitlines() + (data / "train.de").read_text().splitlines()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(train_text), model_prefix=str(data / "spm"), vocab_size=100, model_type="bpe",
+        pad_id=0, unk_id=1, bos_id=2, eos_id=3, character_coverage=1.0, hard_vocab_limit=False, minloglevel=2)
+    (data / "prep_report.json").write_text(json.dumps({"corpus": str(raw)}))
+    return raw, data
+
+
+def run_args(data, run, *extra) -> list[str]:
+    return ["--data", str(data), "--run", str(run), *FAST, *map(str, extra)]
+
+
+def train_log(run: Path) -> dict:
+    """step -> training record of RUN/train_log.jsonl (validation records left out); fails on duplicate steps."""
+    records = [json.loads(l) for l in (run / "train_log.jsonl").read_text().splitlines()]
+    steps = [r["step"] for r in records if "kind" not in r]
+    assert len(steps) == len(set(steps)), f"steps logged twice: {steps}"
+    return {r["step"]: r for r in records if "kind" not in r}
+
+
+def final_weights(run: Path) -> dict:
+    return load_file(str(sorted((run / "saves").glob("step_*.safetensors"))[-1]))
+
+
+def assert_same_run(ref: Path, other: Path, from_step: int, last_step: int):
+    """The other run logs every step once, with the reference's losses from from_step on, and ends with its weights."""
+    a, b = train_log(ref), train_log(other)
+    assert sorted(b) == list(range(1, last_step + 1))
+    for s in range(from_step, last_step + 1):
+        assert b[s]["loss"] == pytest.approx(a[s]["loss"], abs=1.1e-5), f"step {s}"
+        assert b[s]["grad_norm"] == pytest.approx(a[s]["grad_norm"], abs=1.1e-4), f"step {s}"
+    wa, wb = final_weights(ref), final_weights(other)
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        torch.testing.assert_close(wb[k], wa[k], atol=1e-6, rtol=0, msg=k)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return make_corpus(tmp_path_factory.mktemp("corpus"))
+
+
+@pytest.fixture(scope="module")
+def trained(corpus, tmp_path_factory):
+    """(run, checkpoint) of 150 steps with validation, probes, 3 saves and the averaged export."""
+    root = tmp_path_factory.mktemp("trained")
+    run, out = root / "run", root / "ckpt"
+    train.main(run_args(corpus[1], run, "--out", out, "--max-steps", 150, "--max-tokens", 256,
+                        "--save-every-steps", 50, "--keep", 3, "--valid-every", 75, "--valid-sentences", 30,
+                        "--bleu-sentences", 10, "--probe-every", 75))
+    return run, out
+
+
+RESUME = ["--max-tokens", 128, "--seed", 3, "--set", "dropout=0.1", "--save-every-steps", 5]   # dropout: RNG matters
+
+
+@pytest.fixture(scope="module")
+def reference_run(corpus, tmp_path_factory):
+    """30 uninterrupted steps (crossing an epoch boundary) to compare resumed runs with."""
+    run = tmp_path_factory.mktemp("reference") / "run"
+    train.main(run_args(corpus[1], run, *RESUME, "--max-steps", 30))
+    assert train_log(run)[30]["epoch"] >= 1, "the reference run should cross an epoch boundary"
+    return run
+
+
+# ---------------------------------------------------------------- batching
+
+def test_token_batches_budget_coverage_and_shuffle(corpus):
+    data = corpus[1]
+    tok = Tokenizer.from_folder(data)
+    pairs, _ = encode_pairs(tok, *read_parallel(data, "train"), eos_id=3)
+    lengths = [(len(s), len(t) + 1) for s, t in pairs] + [(70, 80)]       # plus one pair over the budget
+    budget = 64
+    orders = {}
+    for seed in (None, 1, 2):
+        batches = token_batches(lengths, budget, seed=seed)
+        for b in batches:
+            assert len(b) == 1 or len(b) * max(max(lengths[i]) for i in b) <= budget, b
+        assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+        assert [len(lengths) - 1] in batches                             # the over-long pair is alone
+        orders[seed] = batches
+    assert orders[1] == token_batches(lengths, budget, seed=1)          # a seed repeats its epoch
+    assert orders[1] != orders[2]
+    # length bucketing: less padding than batches of the same sizes drawn in random order
+    flat = [i for b in orders[1] for i in b]
+    random.Random(0).shuffle(flat)
+    sizes, start, random_batches = [len(b) for b in orders[1]], 0, []
+    for n in sizes:
+        random_batches.append(flat[start: start + n])
+        start += n
+    padded = lambda bs: sum(len(b) * max(max(lengths[i]) for i in b) for b in bs)
+    assert padded(orders[1]) < padded(random_batches)
+
+
+# ---------------------------------------------------------------- training
+
+def test_training_lowers_the_loss_and_exports(trained):
+    run, out = trained
+    losses = [r["loss"] for _, r in sorted(train_log(run).items())]
+    assert len(losses) == 150
+    first, last = sum(losses[:10]) / 10, sum(losses[-10:]) / 10
+    assert last < first / 2, (first, last)
+    valid = [json.loads(l) for l in (run / "train_log.jsonl").read_text().splitlines() if '"valid"' in l]
+    assert [v["step"] for v in valid] == [75, 150] and all("bleu" in v for v in valid)
+    tm = load_checkpoint(out)                                            # the export is a loadable checkpoint
+    saves = sorted(p.name for p in (run / "saves").glob("step_*.safetensors"))
+    assert tm.card["training"]["steps"] == 150 and tm.card["training"]["averaged_saves"] == saves
+    assert len(saves) == 3
+    assert sorted(p.name for p in (out / "snapshots").glob("step_*.npz")) == ["step_0000075.npz", "step_0000150.npz"]
+
+
+def test_resume_gives_the_uninterrupted_run(corpus, reference_run, tmp_path):
+    run = tmp_path / "run"
+    train.main(run_args(corpus[1], run, *RESUME, "--max-steps", 12))
+    assert read_info(run / "state.safetensors")["step"] == 12
+    train.main(run_args(corpus[1], run, *RESUME, "--max-steps", 30, "--resume"))
+    assert_same_run(reference_run, run, 13, 30)
+
+
+def test_resume_after_kill_9(corpus, reference_run, tmp_path):
+    run = tmp_path / "run"
+    cmd = [sys.executable, str(REPO / "scripts" / "train.py"),
+           *run_args(corpus[1], run, *RESUME, "--max-steps", 100000)]
+    proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    state, deadline = run / "state.safetensors", time.time() + 120
+    try:
+        # kill once the log runs 2 steps past a state: resuming must drop and redo those steps
+        while not (state.exists() and (s := read_info(state)["step"]) >= 5 and max(train_log_steps(run)) >= s + 2):
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            assert time.time() < deadline, "the training subprocess wrote no state in 120 s"
+            time.sleep(0.01)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    step = read_info(state)["step"]
+    assert 5 <= step < 30, f"killed too late (state at step {step})"
+    assert max(train_log_steps(run)) > step                           # steps after the state are logged, then dropped
+    train.main(run_args(corpus[1], run, *RESUME, "--max-steps", 30, "--resume"))
+    assert_same_run(reference_run, run, step + 1, 30)
+
+
+def train_log_steps(run: Path) -> list[int]:
+    """Steps of a log that may end in a line cut short by the kill."""
+    out = []
+    for line in (run / "train_log.jsonl").read_text().splitlines():
+        try:
+            out.append(json.loads(line)["step"])
+        except json.JSONDecodeError:
+            pass
+    return out
+
+
+def test_log_of_a_killed_run_is_cut_back_to_the_resume_step(tmp_path):
+    path = tmp_path / "train_log.jsonl"
+    path.write_text('{"step": 1}\n{"step": 2, "kind": "valid"}\n{"step": 3}\n{"step": 4, "lo')   # last line cut short
+    log = JsonlLog(path, resume_step=2)
+    log.write({"step": 3, "loss": 1.0})
+    log.f.close()
+    assert [json.loads(l) for l in path.read_text().splitlines()] == [
+        {"step": 1}, {"step": 2, "kind": "valid"}, {"step": 3, "loss": 1.0}]
+
+
+# ---------------------------------------------------------------- evaluation
+
+def test_evaluate_scores_are_sacrebleus(trained, corpus, capsys, monkeypatch):
+    _, ckpt = trained
+    raw, data = corpus
+    written = []
+    real_write = evaluate.atomic_write
+    monkeypatch.setattr(evaluate, "atomic_write", lambda p, d: (written.append(Path(p).name), real_write(p, d)))
+    assert evaluate.main([str(ckpt), "--no-progress", "--batch-size", "8", "--threads", "1"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    card = json.loads((ckpt / "card.json").read_text())
+    result = card["test"]
+    assert printed == result and "training" in card                      # other card entries kept
+    assert {"card.json", "translations.test.de"} <= set(written)          # both written atomically
+    hyps = (ckpt / "translations.test.de").read_text(encoding="utf-8").split("\n")[:-1]
+    refs = read_parallel(raw, "test")[1]
+    assert len(hyps) == result["sentences"] == 30
+    assert result["references"] == str(raw / "test.de") and result["data"] == str(data)
+    bleu, chrf = sacrebleu.metrics.BLEU(), sacrebleu.metrics.CHRF()
+    expected_bleu, expected_chrf = bleu.corpus_score(hyps, [refs]).score, chrf.corpus_score(hyps, [refs]).score
+    assert result["bleu"] == round(expected_bleu, 2) and result["chrf"] == round(expected_chrf, 2)
+    assert result["bleu_signature"] == str(bleu.get_signature())
+    assert result["chrf_signature"] == str(chrf.get_signature())
+    assert expected_bleu > 0
+    # the raw (NFD) references score differently from the prepared (NFC) ones: the test tells them apart
+    assert expected_chrf != sacrebleu.corpus_chrf(hyps, [read_parallel(data, "test")[1]]).score
+    assert not list(ckpt.glob(".*.tmp"))
+
+
+def test_evaluate_limit_and_readable_errors(trained, corpus, tmp_path, capsys):
+    _, ckpt = trained
+    assert evaluate.main([str(ckpt), "--split", "valid", "--limit", "5", "--beam", "1", "--no-progress",
+                          "--data", str(corpus[1])]) == 0
+    card = json.loads((ckpt / "card.json").read_text())
+    assert card["valid"]["sentences"] == 5 and card["valid"]["beam"] == 1
+    assert (ckpt / "translations.valid.de").read_text().split("\n")[2] == ""      # empty source, empty output
+    assert len((ckpt / "translations.valid.de").read_text().splitlines()) == 5
+    capsys.readouterr()
+    assert evaluate.main([str(tmp_path / "nothing")]) == 1
+    assert "no checkpoint folder" in capsys.readouterr().err
+    assert evaluate.main([str(ckpt), "--data", str(tmp_path)]) == 1
+    assert "test.en is missing" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- averaging
+
+def test_average_checkpoints_is_the_elementwise_mean(trained, tmp_path):
+    run, _ = trained
+    a_path, b_path = sorted((run / "saves").glob("step_*.safetensors"))[-2:]
+    a, b = load_file(str(a_path)), load_file(str(b_path))
+    expected = {k: (a[k] + b[k]) / 2 for k in a}
+    assert not torch.equal(a["src_embed.weight"], b["src_embed.weight"])
+    got = average_saves([a_path, b_path])
+    for k in expected:
+        torch.testing.assert_close(got[k], expected[k], atol=1e-7, rtol=0)
+    out = tmp_path / "avg"
+    out.mkdir()
+    (out / "card.json").write_text(json.dumps({"test": {"bleu": 99.0}, "note": "kept"}))   # stale score of old weights
+    assert average_checkpoints.main([str(run), str(out), "--last", "2"]) == 0
+    state = unique_state_dict(load_model(out))
+    for k in expected:                                                   # exported in fp16
+        torch.testing.assert_close(state[k], expected[k].half().float(), atol=0, rtol=0, msg=k)
+    card = json.loads((out / "card.json").read_text())
+    assert card["training"]["averaged_saves"] == [a_path.name, b_path.name] and card["training"]["steps"] == 150
+    assert card["note"] == "kept" and "test" not in card
+    with pytest.raises(SystemExit, match="not a training run"):
+        average_checkpoints.main([str(tmp_path / "empty"), str(out)])
