@@ -26,7 +26,8 @@ def checkpoints_dir() -> Path:
 
 def checkpoint_names() -> list[str]:
     """Folders of checkpoints/ that look like checkpoints, then the untrained fallback."""
-    names = sorted(p.name for p in checkpoints_dir().glob("*") if (p / "config.json").exists())
+    names = sorted(p.name for p in checkpoints_dir().glob("*")        # dot-folders are half-written imports
+                   if not p.name.startswith(".") and (p / "config.json").exists())
     return names + [UNTRAINED]
 
 
@@ -124,15 +125,17 @@ def show_figure(fig, name: str, key: str | None = None, **chart_kwargs):
             **chart_kwargs)
     else:
         state = st.altair_chart(fig, key=key, **chart_kwargs)
-    download_menu(fig, name, key or name)
+    download_menu(fig, name, key)
     return state
 
 
-def download_menu(fig, name: str, key: str) -> None:
+def download_menu(fig, name: str, key: str | None = None) -> None:
     """A small popover with PNG and SVG buttons. The file is drawn only when a button is clicked
-    (kaleido needs ~4 s a figure), on Streamlit's download thread, and cached by the figure's JSON."""
+    (kaleido needs seconds a figure), on Streamlit's download thread, and cached by the figure's JSON.
+    Without a key, Streamlit tells the buttons apart by their file names."""
     plotly = is_plotly(fig)
-    with st.popover("⬇ PNG / SVG", key=f"download:{key}", help="Save this figure as an image file"):
+    sub = (lambda part: f"download:{key}{part}") if key else (lambda part: None)
+    with st.popover("⬇ PNG / SVG", key=sub(""), help="Save this figure as an image file"):
         problem = export_problem(plotly)
         if problem:
             st.info(problem)
@@ -140,6 +143,6 @@ def download_menu(fig, name: str, key: str) -> None:
         cols = st.columns(len(FORMATS))
         for col, (fmt, mime) in zip(cols, FORMATS.items()):
             col.download_button(fmt.upper(), data=lambda fmt=fmt: render(figure_spec(fig), fmt, plotly),
-                                file_name=f"{name}.{fmt}", mime=mime, key=f"download:{key}:{fmt}",
+                                file_name=f"{name}.{fmt}", mime=mime, key=sub(f":{fmt}"),
                                 on_click="ignore")
         st.caption("Drawing the file takes a few seconds after the click.")

@@ -12,7 +12,8 @@ from app.common import sidebar  # noqa: E402
 
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
 
-PAGES = Path(__file__).parent / "pages"
+# not "pages/": Streamlit would also serve that folder as old-style pages that bypass this file
+PAGES = Path(__file__).parent / "views"
 PAGE_LIST = [  # file, title, icon; the first is the default page
     ("explorer.py", "Attention explorer", "🔍"),
     ("paper_figures.py", "The paper's figures", "📄"),

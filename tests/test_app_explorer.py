@@ -114,8 +114,11 @@ def test_switching_layer_head_or_view_redraws_without_running_the_model_again(ne
     assert len(calls) == 1                          # every switch above reused the cached maps
 
 
-def test_words_and_special_tokens_switches(new_app):
+def test_words_special_tokens_and_colour_switches(new_app):
     at = new_app()
+    assert figures(at)[0]["data"][0]["zmax"] == 1.0                   # weights compare across heads
+    at.toggle(key="stretch").set_value(True).run()
+    assert 0 < figures(at)[0]["data"][0]["zmax"] < 1.0                  # the untrained model spreads thin
     pieces = figures(at)[0]["layout"]["yaxis"]["ticktext"]
     assert any(t.startswith("▁") for t in pieces) and "&lt;/s&gt;" in pieces
     at.toggle(key="words").set_value(True).run()

@@ -15,7 +15,7 @@ import core
 from app.figures.schedule import key_values, sci
 from core import paper_figures as pf
 
-PAGES = Path(__file__).resolve().parents[1] / "app" / "pages"
+PAGES = Path(__file__).resolve().parents[1] / "app" / "views"
 NAME = "tiny-app"
 STEPS = (150, 300)
 

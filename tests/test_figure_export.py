@@ -45,6 +45,8 @@ def _page():
     from app.common import show_figure
     show_figure(go.Figure(go.Bar(x=[1, 2], y=[3, 4])), "bars", key="bars")
     show_figure(alt.Chart(pd.DataFrame({"a": [1, 2]})).mark_bar().encode(x="a"), "chart", key="chart")
+    show_figure(go.Figure(go.Bar(x=[1], y=[2])), "no_key_1")            # no keys: no duplicate-ID error
+    show_figure(go.Figure(go.Bar(x=[1], y=[2])), "no_key_2")
 
 
 def test_every_figure_gets_png_and_svg_buttons():
@@ -52,8 +54,10 @@ def test_every_figure_gets_png_and_svg_buttons():
     assert not at.exception
     if export.export_problem(True) or export.export_problem(False):
         pytest.skip("an exporter is missing on this machine")
-    keys = {b.key for b in at.get("download_button")}
-    assert keys == {"download:bars:png", "download:bars:svg", "download:chart:png", "download:chart:svg"}
+    buttons = at.get("download_button")
+    assert {b.key for b in buttons} == {"download:bars:png", "download:bars:svg", "download:chart:png",
+                                        "download:chart:svg", None}
+    assert len(buttons) == 8
 
 
 def test_a_missing_exporter_gives_a_readable_message(monkeypatch):
@@ -61,4 +65,4 @@ def test_a_missing_exporter_gives_a_readable_message(monkeypatch):
     monkeypatch.setattr(app.common, "export_problem", lambda plotly=True: "Saving figures needs kaleido.")
     at = AppTest.from_function(_page).run()
     assert not at.exception and not at.get("download_button")
-    assert [i.value for i in at.info] == ["Saving figures needs kaleido."] * 2
+    assert [i.value for i in at.info] == ["Saving figures needs kaleido."] * 4

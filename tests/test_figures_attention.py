@@ -40,9 +40,10 @@ def test_heatmap_scale_starts_at_zero_and_keeps_repeated_tokens_apart():
     assert "%{y}" in hm.hovertemplate and "%{x}" in hm.hovertemplate and "%{z" in hm.hovertemplate
 
 
-def test_heatmap_of_a_rectangular_map():
-    fig = heatmap_figure(rows_summing_to_one(5, 7), TGT, SRC)
+def test_heatmap_of_a_rectangular_map_on_a_fixed_scale():
+    fig = heatmap_figure(rows_summing_to_one(5, 7), TGT, SRC, zmax=1.0)
     assert len(fig.layout.yaxis.ticktext) == 5 and len(fig.layout.xaxis.ticktext) == 7
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (0.0, 1.0)
 
 
 def test_labels_are_escaped_so_plotly_shows_them_literally():
@@ -98,6 +99,7 @@ def test_model_view_places_every_head_in_its_tile():
     (rect,) = fig.layout.shapes
     assert rect.x0 < 1 * (6 + gap) < rect.x1 < 2 * (6 + gap) and rect.y0 < 2 * (5 + gap) < rect.y1
     assert list(fig.layout.yaxis.ticktext) == ["layer 1", "layer 2", "layer 3"]
+    assert model_view_figure(maps, TGT, SRC[:6], zmax=1.0).layout.coloraxis.cmax == 1.0
 
 
 def _segments(fig):

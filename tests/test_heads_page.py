@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 import core
 from conftest import tiny_model
 
-PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "heads.py")
+PAGE = str(Path(__file__).resolve().parents[1] / "app" / "views" / "heads.py")
 DEFAULT_WORDS = "The Commission presented its report yesterday, but the Council rejected it.".split()
 VALID = [("a man in a blue shirt", "ein Mann in einem blauen Hemd"), ("two young girls", "zwei junge Mädchen"),
          ("the weather is nice", "das Wetter ist schön"), ("the lazy dog", "der faule Hund")]

@@ -75,7 +75,10 @@ def _label_font(n: int) -> int:
 def heatmap_figure(attn: np.ndarray, rows: list[str], cols: list[str], title: str = "",
                    zmax: float | None = None, row_title: str = "attending (query)",
                    col_title: str = "attended (key)") -> go.Figure:
-    """One head's [R, C] map as a heatmap; the colour scale starts at 0, hover shows both tokens and the weight."""
+    """One head's [R, C] map as a heatmap; hover shows both tokens and the weight.
+
+    The colour scale runs from 0 to zmax (1: weights compare across heads; None: the largest weight here).
+    """
     attn = np.asarray(attn, dtype=np.float32)
     R, C = attn.shape
     rl, cl = tick_labels(rows), tick_labels(cols)
@@ -102,8 +105,9 @@ def heatmap_figure(attn: np.ndarray, rows: list[str], cols: list[str], title: st
 
 
 def model_view_figure(maps: np.ndarray, rows: list[str], cols: list[str], title: str = "",
-                      selected: tuple[int, int] | None = None) -> go.Figure:
-    """Every layer (grid rows) x head (grid columns) as small maps on one shared colour scale from 0.
+                      selected: tuple[int, int] | None = None, zmax: float | None = None) -> go.Figure:
+    """Every layer (grid rows) x head (grid columns) as small maps on one shared colour scale, 0 to zmax
+    (None: the largest weight of the grid).
 
     Drawn as ONE heatmap with blank gaps between the tiles: 48 separate subplots take seconds to build
     and megabytes to send. Each tile also carries a few invisible markers with customdata [layer, head],
@@ -137,7 +141,7 @@ def model_view_figure(maps: np.ndarray, rows: list[str], cols: list[str], title:
         l, h = selected
         fig.add_shape(type="rect", x0=left[h] - 0.5 - gap / 3, x1=left[h] + C - 0.5 + gap / 3,
                       y0=top[l] - 0.5 - gap / 3, y1=top[l] + R - 0.5 + gap / 3, line=dict(color="crimson", width=3))
-    zmax = max(float(maps.max(initial=0.0)), 1e-6)
+    zmax = float(zmax) if zmax else max(float(maps.max(initial=0.0)), 1e-6)
     fig.update_xaxes(tickmode="array", tickvals=left + (C - 1) / 2, ticktext=[f"head {h + 1}" for h in range(H)],
                      side="top", showgrid=False, zeroline=False)
     fig.update_yaxes(tickmode="array", tickvals=top + (R - 1) / 2, ticktext=[f"layer {l + 1}" for l in range(L)],

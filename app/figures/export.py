@@ -8,8 +8,6 @@ import warnings
 FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
 PNG_SCALE = 2          # twice the screen size: sharp enough for slides and papers
 _server_lock = threading.Lock()
-# plotly passes options that kaleido's long-lived server does not take; harmless
-warnings.filterwarnings("ignore", message="The kopts argument is ignored")
 
 
 def is_plotly(fig) -> bool:
@@ -65,8 +63,10 @@ def render(spec: str, fmt: str, plotly: bool = True) -> bytes:
         _kaleido_server()
         fig = pio.from_json(spec)
         width = fig.layout.width or 1000            # the app lets figures fill the page; a file needs a size
-        return pio.to_image(fig, format=fmt, width=width, height=fig.layout.height or 600,
-                            scale=PNG_SCALE if fmt == "png" else 1)
+        with warnings.catch_warnings():              # plotly passes options the long-lived server ignores
+            warnings.filterwarnings("ignore", message="The kopts argument is ignored")
+            return pio.to_image(fig, format=fmt, width=width, height=fig.layout.height or 600,
+                                scale=PNG_SCALE if fmt == "png" else 1)
     import vl_convert as vlc
     if fmt == "svg":
         return vlc.vegalite_to_svg(spec).encode("utf-8")

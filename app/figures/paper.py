@@ -1,6 +1,6 @@
 """The paper's Figures 3-5 in its own style, and every head's score as a layer x head grid.
 
-Pure builders shared by app/pages/paper_figures.py, scripts/export_figures.py and the tests.
+Pure builders shared by app/views/paper_figures.py, scripts/export_figures.py and the tests.
 Layers and heads are shown counting from 1, as the paper does; the arrays are indexed from 0.
 """
 from __future__ import annotations

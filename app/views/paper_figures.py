@@ -72,36 +72,32 @@ def draw(number: int, result, layer: int, heads) -> None:
         show_figure(fig, fig_name, key=f"pf_{fig_name}")
 
 
-tab3, tab4, tab5 = st.tabs(["Figure 3: long distance", "Figure 4: anaphora", "Figure 5: structure"])
-with tab3:
-    st.markdown("*Paper: \"Many of the attention heads attend to a distant dependency of the verb 'making', "
-                "completing the phrase 'making…more difficult'. Attentions here shown only for the word "
-                "'making'.\"* Score: the share of the attention of 'making' that goes to 'more difficult'.")
-    result, found = analyse(3)
-    if found:
-        layer, heads = pick(3, found, None)
-        draw(3, result, layer, heads)
-        scores(3, found, "share of the attention of 'making' on 'more difficult'")
+TABS = [  # figure, tab title, the paper's caption and our score, heads picked by default (None: all), score label
+    (3, "Figure 3: long distance",
+     "*Paper: \"Many of the attention heads attend to a distant dependency of the verb 'making', "
+     "completing the phrase 'making…more difficult'. Attentions here shown only for the word "
+     "'making'.\"* Score: the share of the attention of 'making' that goes to 'more difficult'.",
+     None, "share of the attention of 'making' on 'more difficult'"),
+    (4, "Figure 4: anaphora",
+     "*Paper: \"Two attention heads, also in layer 5 of 6, apparently involved in anaphora "
+     "resolution. Top: Full attentions for head 5. Bottom: Isolated attentions from just the word "
+     "'its' for attention heads 5 and 6. Note that the attentions are very sharp for this word.\"* "
+     "Score: the share of the attention of 'its' on 'Law' plus that on 'application'.",
+     2, "share of the attention of 'its' on 'Law' and 'application'"),
+    (5, "Figure 5: structure",
+     "*Paper: \"Many of the attention heads exhibit behaviour that seems related to the structure "
+     "of the sentence. We give two such examples above, from two different heads from the encoder "
+     "self-attention at layer 5 of 6.\"* Score (our choice, as the paper gives none): the mean share "
+     "of a word's attention on its previous and next words; such local heads are the structural "
+     "heads most often found in trained Transformers.",
+     2, "mean share of a word's attention on its two neighbours"),
+]
 
-with tab4:
-    st.markdown("*Paper: \"Two attention heads, also in layer 5 of 6, apparently involved in anaphora "
-                "resolution. Top: Full attentions for head 5. Bottom: Isolated attentions from just the word "
-                "'its' for attention heads 5 and 6. Note that the attentions are very sharp for this word.\"* "
-                "Score: the share of the attention of 'its' on 'Law' plus that on 'application'.")
-    result, found = analyse(4)
-    if found:
-        layer, heads = pick(4, found, 2)
-        draw(4, result, layer, heads)
-        scores(4, found, "share of the attention of 'its' on 'Law' and 'application'")
-
-with tab5:
-    st.markdown("*Paper: \"Many of the attention heads exhibit behaviour that seems related to the structure "
-                "of the sentence. We give two such examples above, from two different heads from the encoder "
-                "self-attention at layer 5 of 6.\"* Score (our choice, as the paper gives none): the mean share "
-                "of a word's attention on its previous and next words; such local heads are the structural "
-                "heads most often found in trained Transformers.")
-    result, found = analyse(5)
-    if found:
-        layer, heads = pick(5, found, 2)
-        draw(5, result, layer, heads)
-        scores(5, found, "mean share of a word's attention on its two neighbours")
+for tab, (figure, _, caption, n_heads, label) in zip(st.tabs([t[1] for t in TABS]), TABS):
+    with tab:
+        st.markdown(caption)
+        result, found = analyse(figure)
+        if found:
+            layer, heads = pick(figure, found, n_heads)
+            draw(figure, result, layer, heads)
+            scores(figure, found, label)

@@ -57,7 +57,7 @@ if "src" not in st.session_state and st.query_params.get("text"):      # a link 
     st.session_state.src = st.query_params["text"][:5000]
 for key, default in [("src", next(iter(EXAMPLES.values()))), ("tgt", ""), ("beam", 1), ("kind", "enc_self"),
                      ("view", "one"), ("layer", min(4, cfg.N - 1)), ("head", 0), ("words", False),
-                     ("specials", True), ("hv_layout", "columns")]:
+                     ("specials", True), ("stretch", False), ("hv_layout", "columns")]:
     st.session_state.setdefault(key, default)
 
 st.title("Attention explorer")
@@ -105,12 +105,16 @@ view = c2.segmented_control("View", list(VIEWS), key="view", format_func=VIEWS.g
 n_layers = cfg.N if kind == "enc_self" else cfg.n_dec
 st.session_state.layer = min(st.session_state.layer, n_layers - 1)    # the decoder may have fewer layers
 st.session_state.head = min(st.session_state.head, cfg.h - 1)
-c1, c2, c3, c4 = st.columns(4)
+c1, c2, c3, c4, c5 = st.columns(5)
 layer = c1.selectbox("Layer", range(n_layers), key="layer", format_func=lambda i: f"{i + 1} of {n_layers}")
 head = c2.selectbox("Head", range(cfg.h), key="head", format_func=lambda i: f"{i + 1} of {cfg.h}",
                     disabled=view == "lines", help="The head view picks its heads below.")
 words = c3.toggle("Whole words", key="words", help="Merge the subword pieces of each word into one row and column.")
 specials = c4.toggle("Show <s> and </s>", key="specials", help="The start and end tokens.")
+stretch = c5.toggle("Stretch colours", key="stretch",
+                    help="Off: the colours run from 0 to 1, so that heads compare (evenly spread attention looks "
+                         "pale). On: from 0 to the largest weight shown, to see detail in faint maps.")
+zmax = None if stretch else 1.0
 
 v = attention_view(res, kind, words=words, specials=specials)
 notes = []
@@ -130,17 +134,21 @@ st.caption(plain(" ".join(notes)))
 
 where = f"{KINDS[kind]}, layer {layer + 1} of {n_layers}"
 stem = f"{kind}_layer{layer + 1}"
-if view == "one":
+
+
+def one_head():
     fig = heatmap_figure(v.maps[layer, head], v.rows, v.cols, title=f"{where}, head {head + 1} of {cfg.h}",
-                         row_title=ROW_TITLES[kind], col_title=COL_TITLES[kind])
+                         row_title=ROW_TITLES[kind], col_title=COL_TITLES[kind], zmax=zmax)
     show_figure(fig, f"{stem}_head{head + 1}", key="one_chart")
+
+
+if view == "one":
+    one_head()
 elif view == "grid":
     st.caption("Every layer (rows) and head (columns). Click a small map to open it large below.")
-    grid = model_view_figure(v.maps, v.rows, v.cols, title=KINDS[kind], selected=(layer, head))
+    grid = model_view_figure(v.maps, v.rows, v.cols, title=KINDS[kind], selected=(layer, head), zmax=zmax)
     show_figure(grid, f"{kind}_all_heads", key="grid_chart", on_select=open_tile, selection_mode="points")
-    fig = heatmap_figure(v.maps[layer, head], v.rows, v.cols, title=f"{where}, head {head + 1} of {cfg.h}",
-                         row_title=ROW_TITLES[kind], col_title=COL_TITLES[kind])
-    show_figure(fig, f"{stem}_head{head + 1}", key="one_chart")
+    one_head()
 else:
     st.session_state.hv_heads = [k for k in st.session_state.get("hv_heads", range(cfg.h)) if k < cfg.h]
     focus_options = [None] + list(range(len(v.rows)))
