@@ -286,3 +286,12 @@ def test_average_checkpoints_is_the_elementwise_mean(trained, tmp_path):
     assert card["note"] == "kept" and "test" not in card
     with pytest.raises(SystemExit, match="not a training run"):
         average_checkpoints.main([str(tmp_path / "empty"), str(out)])
+
+
+def test_validation_without_a_step_limit_or_progress_bar(corpus, tmp_path):
+    """--epochs (no --max-steps) with --no-progress and validation: a disabled bar of unknown length must not crash."""
+    run = tmp_path / "run"
+    train.main(run_args(corpus[1], run, "--epochs", 0.2, "--max-tokens", 256, "--valid-every", 2,
+                        "--valid-sentences", 5, "--bleu-sentences", 2))
+    lines = [json.loads(l) for l in (run / "train_log.jsonl").read_text().splitlines()]
+    assert any(l.get("kind") == "valid" for l in lines)
