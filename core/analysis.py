@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .data import pad_batch
 from .tokenizer import clean_text, word_ids
 
 PROBES = Path(__file__).parent / "probes"
@@ -170,13 +171,6 @@ def rollout(attn: np.ndarray) -> np.ndarray:
 
 # ---- the head finder: every head of a model over the probe sets ----
 
-def _pad(seqs, pad_id, device):
-    out = torch.full((len(seqs), max(map(len, seqs))), pad_id, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
-    return out.to(device)
-
-
 @torch.no_grad()
 def collect_attention(tm, sources: list[str], targets: list | None = None, batch_size: int = 48):
     """Encoder (and, given targets, decoder self-) attention of many sentences in padded batches.
@@ -194,11 +188,11 @@ def collect_attention(tm, sources: list[str], targets: list | None = None, batch
     out = [None] * len(sources)
     for start in range(0, len(order), batch_size):
         idx = order[start: start + batch_size]
-        src = _pad([src_ids[i] for i in idx], cfg.pad_id, tm.device)
+        src = pad_batch([src_ids[i] for i in idx], cfg.pad_id, tm.device)
         memory, src_mask, enc = tm.model.encode(src, need_weights=True)
         dec = None
         if any(tgt_ids[i] for i in idx):   # no output projection: only the attention is wanted
-            tgt = _pad([tgt_ids[i] or [cfg.bos_id] for i in idx], cfg.pad_id, tm.device)
+            tgt = pad_batch([tgt_ids[i] or [cfg.bos_id] for i in idx], cfg.pad_id, tm.device)
             dec = torch.stack(tm.model.decode(tgt, memory, src_mask, need_weights=True)[1], 1)
             dec = dec.float().cpu().numpy()                                          # (B, N_dec, h, T, T)
         enc = torch.stack(enc, 1).float().cpu().numpy()                               # (B, N, h, S, S)

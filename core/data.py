@@ -64,16 +64,17 @@ def token_batches(lengths, max_tokens: int, seed: int | None = None) -> list[lis
     return batches
 
 
+def pad_batch(seqs, pad_id: int, device="cpu") -> torch.Tensor:
+    """A list of id lists -> a (B, L) tensor, padded on the right with pad_id."""
+    out = torch.full((len(seqs), max(map(len, seqs))), pad_id, dtype=torch.long)
+    for j, s in enumerate(seqs):
+        out[j, : len(s)] = torch.tensor(s, dtype=torch.long)
+    return out.to(device, non_blocking=True)
+
+
 def collate(pairs, idx, pad_id: int, bos_id: int, eos_id: int, device="cpu"):
     """Pairs at idx -> src (B, S), decoder input <s>+y (B, T), decoder target y+</s> (B, T)."""
     srcs = [pairs[i][0] for i in idx]
     tins = [[bos_id] + pairs[i][1] for i in idx]
     touts = [pairs[i][1] + [eos_id] for i in idx]
-
-    def pad(seqs):
-        out = torch.full((len(seqs), max(map(len, seqs))), pad_id, dtype=torch.long)
-        for j, s in enumerate(seqs):
-            out[j, : len(s)] = torch.tensor(s, dtype=torch.long)
-        return out.to(device, non_blocking=True)
-
-    return pad(srcs), pad(tins), pad(touts)
+    return tuple(pad_batch(x, pad_id, device) for x in (srcs, tins, touts))

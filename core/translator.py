@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from .decoding import beam_search, greedy_search
-from .model import Attentions
+from .data import pad_batch
 from .tokenizer import Tokenizer, clean_text
 
 MAX_INPUT_CHARS = 2000   # longer text is cut before tokenising (it would be cut in tokens anyway)
@@ -71,12 +71,7 @@ class TranslationModel:
         return ids + [self.cfg.eos_id], text, notices, truncated
 
     def _batch(self, seqs):
-        """Pad a list of id lists into a (B, L) tensor."""
-        L = max(len(s) for s in seqs)
-        out = torch.full((len(seqs), L), self.cfg.pad_id, dtype=torch.long)
-        for i, s in enumerate(seqs):
-            out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
-        return out.to(self.device)
+        return pad_batch(seqs, self.cfg.pad_id, self.device)
 
     def _search(self, src, beam, alpha):
         return greedy_search(self.model, src) if beam <= 1 else beam_search(self.model, src, beam, alpha)
@@ -118,12 +113,11 @@ class TranslationModel:
         # encoder and decoder only: the maps do not need the (costly) projection onto the vocabulary
         memory, src_mask, enc_self = self.model.encode(src_t, need_weights=True)
         _, dec_self, cross = self.model.decode(dec_in, memory, src_mask, need_weights=True)
-        att = Attentions(enc_self, dec_self, cross)
         to_np = lambda maps: torch.cat(maps, 0).float().cpu().numpy()     # list of (1, h, ., .) -> (N, h, ., .)
         return AttendResult(
             src=src_text, tgt=self.tokenizer.decode(tgt_ids, "tgt"),
             src_tokens=self.tokenizer.pieces(src_ids, "src"),
             tgt_tokens=self.tokenizer.pieces([self.cfg.bos_id] + tgt_ids, "tgt"),
             out_tokens=self.tokenizer.pieces(tgt_ids + [self.cfg.eos_id], "tgt"),
-            enc_self=to_np(att.enc_self), dec_self=to_np(att.dec_self), cross=to_np(att.cross),
+            enc_self=to_np(enc_self), dec_self=to_np(dec_self), cross=to_np(cross),
             teacher_forced=tgt is not None, truncated=truncated, notices=notices)
