@@ -14,7 +14,7 @@ import pandas as pd
 import sacrebleu
 
 from .analysis import load_neutral
-from .data import read_parallel
+from .data import card_data_folder, read_parallel
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,14 +78,8 @@ def dev_slice(tm, n: int = 40, name: str | None = None, root=None):
     otherwise the built-in probe sentences with our own German translations.
     """
     root = Path(root) if root else ROOT
-    folders = []
-    data = (tm.card or {}).get("data") or {}
-    if isinstance(data, dict) and data.get("folder"):
-        folder = Path(data["folder"])
-        folders.append(folder if folder.is_absolute() else root / folder)
-    if name:
-        folders.append(root / "data" / name)
-    for folder in folders:
+    folders = [card_data_folder(tm.card, root)] + ([root / "data" / name] if name else [])
+    for folder in filter(None, folders):
         try:
             src, tgt = read_parallel(folder, "valid")
         except (FileNotFoundError, ValueError, OSError):

@@ -26,6 +26,7 @@ from tqdm import tqdm
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from core import CheckpointError, clean_text, load_checkpoint  # noqa: E402
+from core.data import card_data_folder  # noqa: E402
 from core.checkpoint import atomic_write  # noqa: E402
 from core.data import read_parallel  # noqa: E402
 
@@ -53,12 +54,13 @@ def parse_args(argv=None):
 
 def find_data(arg, card: dict) -> Path:
     """--data, or the card's data folder (relative to here, else to the repository)."""
-    name = arg or (card.get("data") or {}).get("folder")
+    folder = Path(arg) if arg else card_data_folder(card, REPO)
+    if folder is not None and folder.is_dir():
+        return folder
+    data = card.get("data")
+    name = arg or (data.get("folder") if isinstance(data, dict) else None)
     if not name:
         raise EvalError("The checkpoint's card does not say which data it was trained on: pass --data FOLDER.")
-    for folder in ([Path(name)] if arg or Path(name).is_absolute() else [Path(name), REPO / name]):
-        if folder.is_dir():
-            return folder
     raise EvalError(f"The data folder '{name}' does not exist: pass --data FOLDER "
                     "(the output of scripts/prepare_data.py).")
 

@@ -116,6 +116,7 @@ def main(argv=None):
 
     n_micro = world * args.accum
     epoch_batches = token_batches(lengths, args.max_tokens, seed=args.seed + info["epoch"])
+    info["epoch_batches"] = len(epoch_batches)   # for the card's fractional epoch count
     bar = U.progress(args, info["step"], main_proc)
     t_start, last_save, step_tokens_t = time.time() - info["elapsed_s"], time.time(), time.time()
     model.train()
@@ -123,6 +124,7 @@ def main(argv=None):
         if info["pos"] + n_micro > len(epoch_batches):        # the rest does not fill an update: next epoch
             info["epoch"], info["pos"] = info["epoch"] + 1, 0
             epoch_batches = token_batches(lengths, args.max_tokens, seed=args.seed + info["epoch"])
+            info["epoch_batches"] = len(epoch_batches)
             continue
         step_batches = epoch_batches[info["pos"]: info["pos"] + n_micro]
         global_tokens = sum(lengths[i][1] for b in step_batches for i in b)

@@ -87,30 +87,42 @@ class JsonlLog:
 
 
 class Validation:
-    """Dev loss, perplexity and greedy BLEU on the first sentences of the valid split."""
+    """Dev loss, perplexity and greedy BLEU on the first sentences of the valid split.
+
+    Also the dev NLL when every target is paired with the next sentence's source: a model that
+    uses its source does much worse then; one whose encoder collapsed (all sources look alike)
+    scores the same, and `source_gain` (the difference, nats per token) shows it long before BLEU.
+    """
 
     def __init__(self, args, tokenizer, cfg, device):
         src, tgt = read_parallel(args.data, "valid")
         src, tgt = src[: args.valid_sentences], tgt[: args.valid_sentences]
         self.pairs, _ = encode_pairs(tokenizer, src, tgt, cfg.eos_id, cfg.max_len - 1)
-        lengths = [(len(s), len(t) + 1) for s, t in self.pairs]
-        self.batches = token_batches(lengths, args.max_tokens)
+        self.wrong = [(self.pairs[(i + 1) % len(self.pairs)][0], t) for i, (_, t) in enumerate(self.pairs)]
+        self.batches, self.wrong_batches = (token_batches([(len(s), len(t) + 1) for s, t in pairs], args.max_tokens)
+                                            for pairs in (self.pairs, self.wrong))
         bleu = [(s, t) for s, t in zip(src[: args.bleu_sentences], tgt) if clean_text(s)]   # valid may keep empty lines
         self.bleu_src, self.bleu_ref = [s for s, _ in bleu], [t for _, t in bleu]
         self.tokenizer, self.cfg, self.device = tokenizer, cfg, device
 
-    @torch.no_grad()
-    def run(self, model) -> dict:
-        model.eval()
+    def _losses(self, model, pairs, batches):
+        """(label-smoothed loss, NLL) per target token over the given pairs."""
         nll = smoothed = tokens = 0.0
-        for idx in self.batches:
-            src, tin, tout = collate(self.pairs, idx, self.cfg.pad_id, self.cfg.bos_id, self.cfg.eos_id, self.device)
+        for idx in batches:
+            src, tin, tout = collate(pairs, idx, self.cfg.pad_id, self.cfg.bos_id, self.cfg.eos_id, self.device)
             logits = model(src, tin).float()
             l_s, n = label_smoothed_loss(logits, tout, self.cfg.label_smoothing, self.cfg.pad_id)
             l_n, _ = label_smoothed_loss(logits, tout, 0.0, self.cfg.pad_id)
             smoothed, nll, tokens = smoothed + l_s.item() * n.item(), nll + l_n.item() * n.item(), tokens + n.item()
-        out = {"loss": round(smoothed / tokens, 4), "nll": round(nll / tokens, 4),
-               "ppl": round(float(np.exp(nll / tokens)), 2)}
+        return smoothed / tokens, nll / tokens
+
+    @torch.no_grad()
+    def run(self, model) -> dict:
+        model.eval()
+        smoothed, nll = self._losses(model, self.pairs, self.batches)
+        _, wrong_nll = self._losses(model, self.wrong, self.wrong_batches)
+        out = {"loss": round(smoothed, 4), "nll": round(nll, 4), "ppl": round(float(np.exp(nll)), 2),
+               "source_gain": round(wrong_nll - nll, 4)}
         if self.bleu_src:
             hyps = TranslationModel(model, self.tokenizer).translate(self.bleu_src, beam=1)
             out["bleu"] = round(sacrebleu.corpus_bleu(hyps, [self.bleu_ref]).score, 2)
@@ -126,7 +138,11 @@ def validate(valid: Validation, model, info, log, bar) -> dict:
     info["last_valid"] = res
     if res.get("bleu") is not None and (info.get("best_bleu") is None or res["bleu"] > info["best_bleu"]):
         info["best_bleu"] = res["bleu"]
-    (bar.write if bar is not None else print)(f"step {info['step']}: dev {json.dumps(res)}")
+    say = bar.write if bar is not None else print
+    say(f"step {info['step']}: dev {json.dumps(res)}")
+    if res["source_gain"] < 0.01 and info["step"] >= 1000:
+        say("warning: the model ignores its source (dev NLL is the same with other sentences' sources); "
+            "its encoder may have collapsed. A lower --lr-scale, a longer --warmup or --set norm=pre can help.")
     return res
 
 
@@ -179,6 +195,11 @@ def average_saves(paths) -> dict:
     return {k: v / len(paths) for k, v in total.items()}
 
 
+def epochs_done(info) -> float:
+    """Epochs seen, with the fraction of the current one (states saved before it was recorded: whole epochs)."""
+    return round(info["epoch"] + info["pos"] / info["epoch_batches"] if info.get("epoch_batches") else info["epoch"], 2)
+
+
 def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: int | None = None) -> Path:
     """Average the last k saves into a model and write it, with card and log, to args.out."""
     from core import Transformer
@@ -196,7 +217,7 @@ def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: in
     card.update({
         "name": out.name, "trained_here": True,
         "data": {"folder": str(args.data), "prep_report": json.loads(prep.read_text()) if prep.exists() else None},
-        "training": {"preset": args.preset, "steps": info["step"], "epochs": round(info["epoch"] + 0.0, 2),
+        "training": {"preset": args.preset, "steps": info["step"], "epochs": epochs_done(info),
                      "target_tokens": info["tokens"], "wall_time_s": round(info["elapsed_s"], 1),
                      "hardware": hw, "processes": world, "max_tokens": args.max_tokens,
                      "accum": args.accum, "warmup": args.warmup, "lr_scale": args.lr_scale,

@@ -160,10 +160,15 @@ def test_training_lowers_the_loss_and_exports(trained):
     assert last < first / 2, (first, last)
     valid = [json.loads(l) for l in (run / "train_log.jsonl").read_text().splitlines() if '"valid"' in l]
     assert [v["step"] for v in valid] == [75, 150] and all("bleu" in v for v in valid)
+    assert valid[-1]["source_gain"] > 0.5, valid                       # it reads its source: wrong sources cost
     tm = load_checkpoint(out)                                            # the export is a loadable checkpoint
     saves = sorted(p.name for p in (run / "saves").glob("step_*.safetensors"))
     assert tm.card["training"]["steps"] == 150 and tm.card["training"]["averaged_saves"] == saves
     assert len(saves) == 3
+    info = read_info(run / "state.safetensors")                          # epochs counted with their fraction
+    assert 0 < info["pos"] < info["epoch_batches"]
+    assert tm.card["training"]["epochs"] == round(info["epoch"] + info["pos"] / info["epoch_batches"], 2)
+    assert tm.card["training"]["epochs"] != int(tm.card["training"]["epochs"])
     assert sorted(p.name for p in (out / "snapshots").glob("step_*.npz")) == ["step_0000075.npz", "step_0000150.npz"]
 
 
@@ -295,3 +300,15 @@ def test_validation_without_a_step_limit_or_progress_bar(corpus, tmp_path):
                         "--valid-sentences", 5, "--bleu-sentences", 2))
     lines = [json.loads(l) for l in (run / "train_log.jsonl").read_text().splitlines()]
     assert any(l.get("kind") == "valid" for l in lines)
+
+
+def test_the_cards_data_folder_is_found_or_explained(tmp_path, monkeypatch):
+    """evaluate finds the card's folder relative to the repository; a missing or unnamed one is explained."""
+    (tmp_path / "data" / "mine").mkdir(parents=True)
+    monkeypatch.setattr(evaluate, "REPO", tmp_path)
+    assert evaluate.find_data(None, {"data": {"folder": "data/mine"}}) == tmp_path / "data" / "mine"
+    assert evaluate.find_data(str(tmp_path), {}) == tmp_path                  # --data wins over the card
+    with pytest.raises(evaluate.EvalError, match="'data/gone' does not exist"):
+        evaluate.find_data(None, {"data": {"folder": "data/gone"}})
+    with pytest.raises(evaluate.EvalError, match="does not say which data"):
+        evaluate.find_data(None, {"data": "not a dict"})
