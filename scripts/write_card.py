@@ -14,8 +14,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core.checkpoint import atomic_write  # noqa: E402
 
 
-def card_markdown(card: dict) -> str:
-    """The card as Markdown: what the model is, how it was made, how it scores."""
+ARCHITECTURE = ("N", "N_dec", "d_model", "d_ff", "h", "dropout", "norm", "activation", "positions", "vocab_size")
+
+
+def card_markdown(card: dict, config: dict | None = None) -> str:
+    """The card as Markdown: what the model is, how it was made, how it scores (config: the folder's config.json)."""
     t, lines = card.get("training", {}), [f"# {card.get('name', 'checkpoint')}", ""]
     if card.get("notes"):
         lines += [card["notes"], ""]
@@ -23,15 +26,20 @@ def card_markdown(card: dict) -> str:
               f"- Trained here: {card.get('trained_here')}",
               f"- Data: `{(card.get('data') or {}).get('folder')}`",
               f"- Preset: {t.get('preset')}; parameters: {card.get('parameters'):,}" if card.get("parameters") else "",
+              "- Architecture: " + ", ".join(f"{k}={config[k]}" for k in ARCHITECTURE if k in config) if config else None,
               f"- Steps: {t.get('steps')}, epochs: {t.get('epochs')}, target tokens: {t.get('target_tokens')}",
               f"- Wall time: {t.get('wall_time_s', 0) / 3600:.2f} h on {t.get('hardware')}",
               f"- Batch: {t.get('max_tokens')} padded tokens x {t.get('accum')}; warmup {t.get('warmup')}, "
-              f"lr scale {t.get('lr_scale')}; averaged saves: {', '.join(t.get('averaged_saves', []))}", ""]
+              f"lr scale {t.get('lr_scale')}" + (f", gradient clipping {t['clip']}" if t.get("clip") else "")
+              + (f", overrides {' '.join(t['overrides'])}" if t.get("overrides") else "")
+              + f"; averaged saves: {', '.join(t.get('averaged_saves', []))}", ""]
     lines += ["## Scores", ""]
     if card.get("dev_last"):
         d = card["dev_last"]
         lines.append(f"- Dev (during training, greedy, first {d.get('bleu_sentences')} sentences): BLEU {d.get('bleu')}, "
-                     f"perplexity {d.get('ppl')} (step {d.get('step')})")
+                     f"perplexity {d.get('ppl')}"
+                     + (f", source gain {d['source_gain']} nats/token" if d.get("source_gain") is not None else "")
+                     + f" (step {d.get('step')})")
     for split in ("valid", "test"):
         if card.get(split):
             e = card[split]
@@ -53,7 +61,9 @@ def main(argv=None):
     if a.notes:
         card["notes"] = a.notes
         atomic_write(path, json.dumps(card, indent=2, ensure_ascii=False))
-    atomic_write(Path(a.checkpoint) / "CARD.md", card_markdown(card))
+    config_path = Path(a.checkpoint) / "config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.exists() else None
+    atomic_write(Path(a.checkpoint) / "CARD.md", card_markdown(card, config))
     print(f"wrote {Path(a.checkpoint) / 'CARD.md'}")
 
 

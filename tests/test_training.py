@@ -20,9 +20,9 @@ sys.path.insert(0, str(REPO))
 from core import Tokenizer, load_checkpoint, load_model  # noqa: E402
 from core.checkpoint import unique_state_dict  # noqa: E402
 from core.data import encode_pairs, read_parallel, token_batches  # noqa: E402
-from scripts import average_checkpoints, evaluate, train  # noqa: E402
+from scripts import average_checkpoints, evaluate, train, write_card  # noqa: E402
 from scripts.train_state import read_info  # noqa: E402
-from scripts.train_utils import JsonlLog, average_saves  # noqa: E402
+from scripts.train_utils import JsonlLog, average_saves, validate  # noqa: E402
 
 EN = "zero one two three four five six seven eight nine".split()
 DE = "null eins zwei drei vier fu\u0308nf sechs sieben acht neun".split()   # "fünf" decomposed (NFD), as in raw text
@@ -312,3 +312,25 @@ def test_the_cards_data_folder_is_found_or_explained(tmp_path, monkeypatch):
         evaluate.find_data(None, {"data": {"folder": "data/gone"}})
     with pytest.raises(evaluate.EvalError, match="does not say which data"):
         evaluate.find_data(None, {"data": "not a dict"})
+
+
+def test_validation_warns_when_the_source_is_ignored(tmp_path, capsys):
+    """A dev source_gain near zero after 1000 steps prints a warning that names the cure."""
+    class Collapsed:
+        def run(self, model):
+            return {"loss": 5.0, "nll": 4.7, "ppl": 110.0, "source_gain": 0.0}
+    log = JsonlLog(tmp_path / "log.jsonl", 0)
+    validate(Collapsed(), None, {"step": 1000}, log, None)
+    assert "ignores its source" in capsys.readouterr().out
+    validate(Collapsed(), None, {"step": 250}, log, None)                # early on, no alarm yet
+    assert "ignores" not in capsys.readouterr().out
+
+
+def test_card_markdown_tells_how_the_model_was_made(trained):
+    """CARD.md names the architecture (from config.json), the schedule and the dev source gain."""
+    _, out = trained
+    write_card.main([str(out), "--notes", "why: a test"])
+    text = (out / "CARD.md").read_text()
+    assert text.startswith("# ") and "why: a test" in text
+    assert "Architecture: N=" in text and "norm=post" in text and "source gain" in text
+    assert json.loads((out / "card.json").read_text())["notes"] == "why: a test"
