@@ -119,6 +119,8 @@ def test_read_train_log_skips_a_half_written_line(tmp_path):
     steps, valids = training.read_train_log(log)
     assert steps.step.tolist() == [1, 2] and valids.bleu.tolist() == [0.5]
     assert set(training.training_charts(steps, valids)) == {"loss", "lr", "tokens_per_s", "bleu", "ppl"}
+    valids["source_gain"] = [0.8]                                        # logs since the source-gain check
+    assert "source_gain" in training.training_charts(steps, valids)
     empty = training.read_train_log(tmp_path / "missing.jsonl")
     assert empty[0].empty and training.training_charts(*empty) == {}
 

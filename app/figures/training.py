@@ -56,7 +56,7 @@ def line_chart(df: pd.DataFrame, y: str, title: str, color: str = "#1f77b4", y_t
 
 
 def training_charts(steps: pd.DataFrame, valids: pd.DataFrame) -> dict[str, alt.Chart]:
-    """The curves a log supports, by name: loss, learning rate, tokens/s, dev BLEU, dev perplexity."""
+    """The curves a log supports, by name: loss, learning rate, tokens/s, dev BLEU, perplexity, source gain."""
     charts = {}
     if not steps.empty:
         if "loss" in steps:
@@ -73,6 +73,10 @@ def training_charts(steps: pd.DataFrame, valids: pd.DataFrame) -> dict[str, alt.
         if "ppl" in valids:
             charts["ppl"] = line_chart(valids, "ppl", "Dev perplexity", color="#9467bd", y_title="perplexity",
                                        log_y=True, points=True)
+        if "source_gain" in valids and valids["source_gain"].notna().any():
+            charts["source_gain"] = line_chart(
+                valids, "source_gain", "Source gain: how much worse dev NLL gets with other sentences' sources "
+                "(near 0: the model ignores its source)", color="#8c564b", y_title="nats per token", points=True)
     return charts
 
 

@@ -24,7 +24,7 @@ if test.get("bleu_signature"):
 t = card.get("training") or {}
 if t:
     st.caption("Training settings: " + ", ".join(f"{k} {v}" for k, v in t.items()
-                                                   if k in ("preset", "max_tokens", "warmup", "lr_scale", "accum")))
+                                                   if k in ("preset", "max_tokens", "warmup", "lr_scale", "accum", "clip", "overrides")))
 with st.expander("The whole card (card.json) and config (config.json)"):
     st.json(card or {"note": "this model has no card"}, expanded=1)
     st.json(json.loads(model.cfg.to_json()), expanded=False)
