@@ -176,9 +176,9 @@ def main(argv=None):
     if main_proc:
         bar.close()
         info["elapsed_s"] = time.time() - t_start
-        U.save_all(run, model, opt, sched, info, args.keep)
-        if valid and info["step"] % args.valid_every:
+        if valid and info["step"] % args.valid_every:   # before the save, so the state holds the last dev scores
             U.validate(valid, model, info, log, None)
+        U.save_all(run, model, opt, sched, info, args.keep)
         if probes:
             probes.snapshot(info["step"])
         if args.out:
