@@ -20,10 +20,15 @@ def read_parallel(folder, split: str, src_lang: str = "en", tgt_lang: str = "de"
     return src, tgt
 
 
-def card_data_folder(card: dict | None, root) -> Path | None:
-    """The existing data folder a checkpoint's card names (card["data"]["folder"]), relative to here or root."""
+def card_data_name(card: dict | None) -> str | None:
+    """The data folder a checkpoint's card names (card["data"]["folder"]), as written there, or None."""
     data = (card or {}).get("data")
-    name = data.get("folder") if isinstance(data, dict) else None
+    return data.get("folder") if isinstance(data, dict) else None
+
+
+def card_data_folder(card: dict | None, root) -> Path | None:
+    """The existing data folder a checkpoint's card names, relative to here or root."""
+    name = card_data_name(card)
     if not name:
         return None
     path = Path(name)

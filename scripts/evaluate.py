@@ -26,9 +26,8 @@ from tqdm import tqdm
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from core import CheckpointError, clean_text, load_checkpoint  # noqa: E402
-from core.data import card_data_folder  # noqa: E402
 from core.checkpoint import atomic_write  # noqa: E402
-from core.data import read_parallel  # noqa: E402
+from core.data import card_data_folder, card_data_name, read_parallel  # noqa: E402
 
 SRC, TGT = "en", "de"
 
@@ -57,8 +56,7 @@ def find_data(arg, card: dict) -> Path:
     folder = Path(arg) if arg else card_data_folder(card, REPO)
     if folder is not None and folder.is_dir():
         return folder
-    data = card.get("data")
-    name = arg or (data.get("folder") if isinstance(data, dict) else None)
+    name = arg or card_data_name(card)
     if not name:
         raise EvalError("The checkpoint's card does not say which data it was trained on: pass --data FOLDER.")
     raise EvalError(f"The data folder '{name}' does not exist: pass --data FOLDER "
