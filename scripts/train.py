@@ -44,6 +44,8 @@ def parse_args(argv=None):
     p.add_argument("--max-steps", type=int, default=0)
     p.add_argument("--max-minutes", type=float, default=0.0, help="stop after this much training time")
     p.add_argument("--epochs", type=float, default=0.0)
+    p.add_argument("--patience", type=int, default=0,
+                   help="stop when dev BLEU has not improved for this many validations (0: never)")
     p.add_argument("--max-len", type=int, default=128, help="leave out training pairs longer than this in tokens")
     p.add_argument("--save-every-min", type=float, default=10.0)
     p.add_argument("--save-every-steps", type=int, default=0)
@@ -163,7 +165,7 @@ def main(argv=None):
             bar.update(1)
             bar.set_postfix(loss=f"{mean_loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tok_s:.0f}", ep=info["epoch"])
             if valid and info["step"] % args.valid_every == 0:
-                U.validate(valid, model, info, log, bar)
+                U.validate(valid, model, info, log, bar, args.patience)
             if probes and info["step"] % args.probe_every == 0:
                 probes.snapshot(info["step"])
             due = (args.save_every_steps and info["step"] % args.save_every_steps == 0) or \
@@ -177,7 +179,7 @@ def main(argv=None):
         bar.close()
         info["elapsed_s"] = time.time() - t_start
         if valid and info["step"] % args.valid_every:   # before the save, so the state holds the last dev scores
-            U.validate(valid, model, info, log, None)
+            U.validate(valid, model, info, log, None, args.patience)
         U.save_all(run, model, opt, sched, info, args.keep)
         if probes:
             probes.snapshot(info["step"])

@@ -52,15 +52,22 @@ def progress(args, start_step, main_proc):
 
 
 def finished(args, info, n_batches, elapsed, world=1) -> bool:
-    """Stop at --max-steps, --epochs or --max-minutes, whichever comes first (all processes agree)."""
+    """Stop at --max-steps, --epochs, --max-minutes or --patience, whichever comes first (all processes agree)."""
     stop = bool((args.max_steps and info["step"] >= args.max_steps)
                 or (args.epochs and info["epoch"] + info["pos"] / max(n_batches, 1) >= args.epochs)
-                or (args.max_minutes and elapsed >= args.max_minutes * 60))
+                or (args.max_minutes and elapsed >= args.max_minutes * 60)
+                or plateaued(args, info))
     if world > 1:
         flag = torch.tensor([int(stop)], device="cuda" if dist.get_backend() == "nccl" else "cpu")   # NCCL: GPU only
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         stop = bool(flag.item())
     return stop
+
+
+def plateaued(args, info) -> bool:
+    """True once dev BLEU has not beaten its best for --patience validations in a row (early stopping)."""
+    patience = getattr(args, "patience", 0)
+    return bool(patience) and info.get("bleu_stale", 0) >= patience
 
 
 def _step(line: str):
@@ -130,16 +137,22 @@ class Validation:
         return out
 
 
-def validate(valid: Validation, model, info, log, bar) -> dict:
+def validate(valid: Validation, model, info, log, bar, patience: int = 0) -> dict:
     t = time.time()
     res = valid.run(model)
     res.update(kind="valid", step=info["step"], seconds=round(time.time() - t, 1))
     log.write(res)
     info["last_valid"] = res
-    if res.get("bleu") is not None and (info.get("best_bleu") is None or res["bleu"] > info["best_bleu"]):
-        info["best_bleu"] = res["bleu"]
+    if res.get("bleu") is not None:
+        if info.get("best_bleu") is None or res["bleu"] > info["best_bleu"]:
+            info["best_bleu"], info["best_bleu_step"], info["bleu_stale"] = res["bleu"], info["step"], 0
+        else:
+            info["bleu_stale"] = info.get("bleu_stale", 0) + 1
     say = bar.write if bar is not None else print
     say(f"step {info['step']}: dev {json.dumps(res)}")
+    if patience and info.get("bleu_stale", 0) >= patience:
+        say(f"dev BLEU has not beaten {info['best_bleu']} (step {info['best_bleu_step']}) "
+            f"for {info['bleu_stale']} validations: stopping (--patience {patience})")
     if res["source_gain"] < 0.01 and info["step"] >= 1000:
         say("warning: the model ignores its source (dev NLL is the same with other sentences' sources); "
             "its encoder may have collapsed. A lower --lr-scale, a longer --warmup or --set norm=pre can help.")
@@ -225,6 +238,8 @@ def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: in
                      "averaged_saves": [p.name for p in saves]},
         "parameters": n_params,
         "dev_last": info.get("last_valid"), "dev_best_bleu": info.get("best_bleu"),
+        "dev_best_bleu_step": info.get("best_bleu_step"),
+        "stopped_by": "patience" if plateaued(args, info) else "budget",
     })
     save_checkpoint(out, model, tokenizer, card)
     if (run / "train_log.jsonl").exists():

@@ -40,6 +40,11 @@ def card_markdown(card: dict, config: dict | None = None) -> str:
                      f"perplexity {d.get('ppl')}"
                      + (f", source gain {d['source_gain']} nats/token" if d.get("source_gain") is not None else "")
                      + f" (step {d.get('step')})")
+    if card.get("dev_best_bleu") is not None:
+        lines.append(f"- Best dev BLEU during training: {card['dev_best_bleu']}"
+                     + (f" (step {card['dev_best_bleu_step']})" if card.get("dev_best_bleu_step") else "")
+                     + ("; stopped because it had stopped improving (--patience)"
+                        if card.get("stopped_by") == "patience" else ""))
     for split in ("valid", "test"):
         if card.get(split):
             e = card[split]

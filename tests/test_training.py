@@ -334,3 +334,20 @@ def test_card_markdown_tells_how_the_model_was_made(trained):
     assert text.startswith("# ") and "why: a test" in text
     assert "Architecture: N=" in text and "norm=post" in text and "source gain" in text
     assert json.loads((out / "card.json").read_text())["notes"] == "why: a test"
+
+
+def test_patience_stops_when_dev_bleu_stops_improving(corpus, tmp_path, monkeypatch):
+    """--patience 2: dev BLEU 5, 7, 6, 7 (no better than 7 twice) stops the run at the 4th validation."""
+    from scripts import train_utils
+    scores = iter([5.0, 7.0, 6.0, 7.0, 8.0, 9.0])
+    monkeypatch.setattr(train_utils.Validation, "run", lambda self, model: {
+        "loss": 2.0, "nll": 1.5, "ppl": 4.5, "source_gain": 1.0, "bleu": next(scores)})
+    run, out = tmp_path / "run", tmp_path / "ckpt"
+    train.main(run_args(corpus[1], run, "--out", out, "--max-steps", 60, "--max-tokens", 256,
+                        "--valid-every", 3, "--patience", 2, "--save-every-steps", 3))
+    card = json.loads((out / "card.json").read_text())
+    assert card["training"]["steps"] == 12
+    assert card["stopped_by"] == "patience"
+    assert (card["dev_best_bleu"], card["dev_best_bleu_step"]) == (7.0, 6)
+    assert read_info(run / "state.safetensors")["bleu_stale"] == 2     # kept for --resume
+    assert "Best dev BLEU during training: 7.0 (step 6); stopped because" in write_card.card_markdown(card)
