@@ -56,7 +56,7 @@ def finished(args, info, n_batches, elapsed, world=1) -> bool:
     stop = bool((args.max_steps and info["step"] >= args.max_steps)
                 or (args.epochs and info["epoch"] + info["pos"] / max(n_batches, 1) >= args.epochs)
                 or (args.max_minutes and elapsed >= args.max_minutes * 60)
-                or plateaued(args, info))
+                or plateaued(info, args.patience))
     if world > 1:
         flag = torch.tensor([int(stop)], device="cuda" if dist.get_backend() == "nccl" else "cpu")   # NCCL: GPU only
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
@@ -64,9 +64,8 @@ def finished(args, info, n_batches, elapsed, world=1) -> bool:
     return stop
 
 
-def plateaued(args, info) -> bool:
-    """True once dev BLEU has not beaten its best for --patience validations in a row (early stopping)."""
-    patience = getattr(args, "patience", 0)
+def plateaued(info, patience: int) -> bool:
+    """True once dev BLEU has not beaten its best for `patience` validations in a row (early stopping; 0: never)."""
     return bool(patience) and info.get("bleu_stale", 0) >= patience
 
 
@@ -150,7 +149,7 @@ def validate(valid: Validation, model, info, log, bar, patience: int = 0) -> dic
             info["bleu_stale"] = info.get("bleu_stale", 0) + 1
     say = bar.write if bar is not None else print
     say(f"step {info['step']}: dev {json.dumps(res)}")
-    if patience and info.get("bleu_stale", 0) >= patience:
+    if plateaued(info, patience):
         say(f"dev BLEU has not beaten {info['best_bleu']} (step {info['best_bleu_step']}) "
             f"for {info['bleu_stale']} validations: stopping (--patience {patience})")
     if res["source_gain"] < 0.01 and info["step"] >= 1000:
@@ -239,7 +238,8 @@ def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: in
         "parameters": n_params,
         "dev_last": info.get("last_valid"), "dev_best_bleu": info.get("best_bleu"),
         "dev_best_bleu_step": info.get("best_bleu_step"),
-        "stopped_by": "patience" if plateaued(args, info) else "budget",
+        # runs older than --patience have no such entry in their run.json (average_checkpoints re-exports them)
+        "stopped_by": "patience" if plateaued(info, getattr(args, "patience", 0)) else "budget",
     })
     save_checkpoint(out, model, tokenizer, card)
     if (run / "train_log.jsonl").exists():
