@@ -53,15 +53,27 @@ def progress(args, start_step, main_proc):
 
 def finished(args, info, n_batches, elapsed, world=1) -> bool:
     """Stop at --max-steps, --epochs, --max-minutes or --patience, whichever comes first (all processes agree)."""
-    stop = bool((args.max_steps and info["step"] >= args.max_steps)
-                or (args.epochs and info["epoch"] + info["pos"] / max(n_batches, 1) >= args.epochs)
-                or (args.max_minutes and elapsed >= args.max_minutes * 60)
-                or plateaued(info, args.patience))
+    stop = stop_reason(args, info, info["epoch"] + info["pos"] / max(n_batches, 1), elapsed) is not None
     if world > 1:
         flag = torch.tensor([int(stop)], device="cuda" if dist.get_backend() == "nccl" else "cpu")   # NCCL: GPU only
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         stop = bool(flag.item())
     return stop
+
+
+def stop_reason(args, info, epochs: float, elapsed: float) -> str | None:
+    """The limit that ends the run ("patience", "max_steps", "epochs" or "max_minutes"), or None to go on."""
+    # getattr: average_checkpoints re-exports runs whose older run.json lacks some of these options
+    max_steps, max_epochs, max_minutes = (getattr(args, k, None) for k in ("max_steps", "epochs", "max_minutes"))
+    if plateaued(info, getattr(args, "patience", 0)):
+        return "patience"
+    if max_steps and info["step"] >= max_steps:
+        return "max_steps"
+    if max_epochs and epochs >= max_epochs:
+        return "epochs"
+    if max_minutes and elapsed >= max_minutes * 60:
+        return "max_minutes"
+    return None
 
 
 def plateaued(info, patience: int) -> bool:
@@ -238,8 +250,7 @@ def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: in
         "parameters": n_params,
         "dev_last": info.get("last_valid"), "dev_best_bleu": info.get("best_bleu"),
         "dev_best_bleu_step": info.get("best_bleu_step"),
-        # runs older than --patience have no such entry in their run.json (average_checkpoints re-exports them)
-        "stopped_by": "patience" if plateaued(info, getattr(args, "patience", 0)) else "budget",
+        "stopped_by": stop_reason(args, info, epochs_done(info), info["elapsed_s"]),
     })
     save_checkpoint(out, model, tokenizer, card)
     if (run / "train_log.jsonl").exists():

@@ -14,6 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core.checkpoint import atomic_write  # noqa: E402
 
 
+# card["stopped_by"] as words ("patience" is said beside the best dev BLEU; older cards say "budget")
+STOPPED_BY = {"max_steps": "its --max-steps limit", "epochs": "its --epochs limit",
+              "max_minutes": "its --max-minutes time limit"}
 ARCHITECTURE = ("N", "N_dec", "d_model", "d_ff", "h", "dropout", "norm", "activation", "positions", "vocab_size")
 
 
@@ -45,6 +48,8 @@ def card_markdown(card: dict, config: dict | None = None) -> str:
                      + (f" (step {card['dev_best_bleu_step']})" if card.get("dev_best_bleu_step") else "")
                      + ("; stopped because it had stopped improving (--patience)"
                         if card.get("stopped_by") == "patience" else ""))
+    if card.get("stopped_by") in STOPPED_BY:
+        lines.append(f"- Training ended at {STOPPED_BY[card['stopped_by']]}")
     for split in ("valid", "test"):
         if card.get(split):
             e = card[split]

@@ -333,6 +333,7 @@ def test_card_markdown_tells_how_the_model_was_made(trained):
     text = (out / "CARD.md").read_text()
     assert text.startswith("# ") and "why: a test" in text
     assert "Architecture: N=" in text and "norm=post" in text and "source gain" in text
+    assert "Training ended at its --max-steps limit" in text
     assert json.loads((out / "card.json").read_text())["notes"] == "why: a test"
 
 
@@ -351,3 +352,17 @@ def test_patience_stops_when_dev_bleu_stops_improving(corpus, tmp_path, monkeypa
     assert (card["dev_best_bleu"], card["dev_best_bleu_step"]) == (7.0, 6)
     assert read_info(run / "state.safetensors")["bleu_stale"] == 2     # kept for --resume
     assert "Best dev BLEU during training: 7.0 (step 6); stopped because" in write_card.card_markdown(card)
+
+
+def test_stop_reason_names_the_limit_that_ended_the_run():
+    """Each limit is named; patience wins a tie; a run.json from before a limit existed still gives an answer."""
+    from types import SimpleNamespace
+    from scripts.train_utils import stop_reason
+    args = SimpleNamespace(max_steps=100, epochs=2.0, max_minutes=10, patience=3)
+    info = {"step": 50, "bleu_stale": 0}
+    assert stop_reason(args, info, epochs=1.0, elapsed=60) is None
+    assert stop_reason(args, {**info, "step": 100}, 1.0, 60) == "max_steps"
+    assert stop_reason(args, info, 2.0, 60) == "epochs"
+    assert stop_reason(args, info, 1.0, 600) == "max_minutes"
+    assert stop_reason(args, {"step": 100, "bleu_stale": 3}, 2.0, 600) == "patience"
+    assert stop_reason(SimpleNamespace(max_minutes=1), {"step": 5, "bleu_stale": 9}, 0.1, 90) == "max_minutes"
