@@ -3,6 +3,7 @@ import json
 import os
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -366,3 +367,34 @@ def test_stop_reason_names_the_limit_that_ended_the_run():
     assert stop_reason(args, info, 1.0, 600) == "max_minutes"
     assert stop_reason(args, {"step": 100, "bleu_stale": 3}, 2.0, 600) == "patience"
     assert stop_reason(SimpleNamespace(max_minutes=1), {"step": 5, "bleu_stale": 9}, 0.1, 90) == "max_minutes"
+
+
+def test_bench_mfu_counts_the_papers_matmuls_and_reads_the_log(trained, capsys):
+    """FLOPs counted on the meta device equal 3x the forward matmuls by hand; MFU = FLOPs/token x tokens/s / peak."""
+    from scripts import bench_mfu
+    run, _ = trained
+    cfg = core_config(run)
+    pairs = [([5] * 7, [6] * 4), ([5] * 3, [6] * 9)]            # B=2, S=7, T=10 with BOS/EOS
+    per_token, padding = bench_mfu.flops_per_target_token(cfg, pairs, [[0, 1]])
+    d, f, V, B, S, T, L, Ld = cfg.d_model, cfg.d_ff, cfg.vocab_size, 2, 7, 10, cfg.N, cfg.n_dec
+    forward = (2 * B * (L * S * (4 * d * d + 2 * d * f)                  # encoder: Q, K, V, O and the FFN
+                        + Ld * T * (6 * d * d + 2 * d * f) + Ld * S * 2 * d * d   # decoder; cross K, V on the source
+                        + T * d * V)                                     # output projection
+               + 4 * B * d * (L * S * S + Ld * T * T + Ld * T * S))      # QK^T and AV in every attention
+    assert per_token == pytest.approx(3 * forward / (5 + 10))
+    assert padding == pytest.approx(1 - 15 / 20)
+
+    out = bench_mfu.main(["--run", str(run), "--peak-tflops", "0.5", "--batches", "3", "--skip", "10"])
+    rates = [r["tokens_per_s"] for r in train_log(run).values()][10:]
+    assert out["target_tokens_per_s"] == pytest.approx(statistics.median(rates), abs=0.05)
+    assert out["log_steps"] == 140
+    assert out["mfu"] == pytest.approx(out["gflops_per_target_token"] * 1e9 * out["target_tokens_per_s"] / 0.5e12,
+                                       rel=1e-2)
+    assert json.loads(capsys.readouterr().out)["mfu"] == out["mfu"]
+    with pytest.raises(SystemExit, match="no run.json"):
+        bench_mfu.main(["--run", str(run.parent / "nowhere")])
+
+
+def core_config(run: Path):
+    from core import TransformerConfig
+    return TransformerConfig.from_dict(json.loads((run / "run.json").read_text())["config"])
