@@ -99,7 +99,7 @@ def main(argv=None) -> dict:
     pairs, _ = encode_pairs(tokenizer, src, tgt, cfg.eos_id, min(targs["max_len"], cfg.max_len - 1))
     lengths = [(len(s), len(t) + 1) for s, t in pairs]
     batches = token_batches(lengths, targs["max_tokens"], seed=targs["seed"])
-    sample = batches[:: max(1, len(batches) // args.batches)][: args.batches]     # spread over all lengths
+    sample = batches[:: max(1, len(batches) // args.batches)][: args.batches]     # a sample across the (shuffled) epoch
     per_token, padding = flops_per_target_token(cfg, pairs, sample)
 
     tok_s, n_steps = median_tokens_per_s(run / "train_log.jsonl", args.skip, args.since_step)
