@@ -10,15 +10,14 @@ and RUN/saves/step_*.safetensors, and writes weights, config, tokenizer, card an
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from argparse import Namespace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core import TransformerConfig, Tokenizer  # noqa: E402
+from core import Tokenizer  # noqa: E402
 from scripts.train_state import read_info  # noqa: E402
-from scripts.train_utils import export  # noqa: E402
+from scripts.train_utils import export, read_run  # noqa: E402
 
 
 def average(run, out, last: int = 5) -> Path:
@@ -30,9 +29,8 @@ def average(run, out, last: int = 5) -> Path:
     if not (run / "run.json").exists() or not saves:
         raise SystemExit(f"'{run}' is not a training run with weight saves (it needs run.json and "
                          "saves/step_*.safetensors, written by scripts/train.py --run).")
-    meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    meta, cfg = read_run(run)
     args = Namespace(**{**meta["args"], "out": str(out)})
-    cfg = TransformerConfig.from_dict(meta["config"])
     try:
         tokenizer = Tokenizer.from_folder(args.data)
     except (FileNotFoundError, OSError, RuntimeError) as e:

@@ -25,11 +25,16 @@ from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import Tokenizer, Transformer, TransformerConfig, label_smoothed_loss  # noqa: E402
-from core.data import collate, encode_pairs, read_parallel, token_batches  # noqa: E402
+from core.data import collate, token_batches  # noqa: E402
+from scripts.bench_core import sync  # noqa: E402
+from scripts.train_utils import read_run, training_pairs  # noqa: E402
 
 
-def flops_per_target_token(cfg: TransformerConfig, pairs, batches) -> tuple[float, float]:
-    """(training FLOPs per real target token, share of target positions that are padding) over the batches."""
+def flops_per_target_token(cfg: TransformerConfig, pairs, lengths, batches) -> tuple[float, float]:
+    """(training FLOPs per real target token, share of target positions that are padding) over the batches.
+
+    lengths: (source, target) tokens of each pair, the target with its end-of-sentence (train_utils.training_pairs).
+    """
     model = Transformer(cfg).to("meta").train()
     flops = real = padded = 0
     for idx in batches:
@@ -39,7 +44,7 @@ def flops_per_target_token(cfg: TransformerConfig, pairs, batches) -> tuple[floa
             loss, _ = label_smoothed_loss(model(src, tin), tout, cfg.label_smoothing, cfg.pad_id)
             loss.backward()
         flops += counter.get_total_flops()
-        real += sum(len(pairs[i][1]) + 1 for i in idx)           # the target and its end-of-sentence token
+        real += sum(lengths[i][1] for i in idx)
         padded += tout.numel()
     return flops / real, 1 - real / padded
 
@@ -59,12 +64,10 @@ def measured_matmul_tflops(device: str, dtype: torch.dtype, n: int = 2048, repea
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     best = float("inf")
     for _ in range(repeat + 1):
-        if device == "cuda":
-            torch.cuda.synchronize()
+        sync(a.device)
         t = time.perf_counter()
         a @ b
-        if device == "cuda":
-            torch.cuda.synchronize()
+        sync(a.device)
         best = min(best, time.perf_counter() - t)
     return 2 * n ** 3 / best / 1e12
 
@@ -88,19 +91,17 @@ def main(argv=None) -> dict:
     run = Path(args.run)
     if not (run / "run.json").exists():
         sys.exit(f"{run} is not a training run: it has no run.json (scripts/train.py writes one)")
-    meta = json.loads((run / "run.json").read_text())
-    targs, cfg, world = meta["args"], TransformerConfig.from_dict(meta["config"]), meta.get("world", 1)
+    meta, cfg = read_run(run)
+    targs, world = meta["args"], meta.get("world", 1)
     data = Path(args.data or targs["data"])
     if not (data / "spm.model").exists():
         sys.exit(f"no prepared data at {data}: pass --data with the folder the run trained on")
 
     tokenizer = Tokenizer.from_folder(data)
-    src, tgt = read_parallel(data, "train")
-    pairs, _ = encode_pairs(tokenizer, src, tgt, cfg.eos_id, min(targs["max_len"], cfg.max_len - 1))
-    lengths = [(len(s), len(t) + 1) for s, t in pairs]
+    pairs, _, lengths = training_pairs(data, tokenizer, cfg, targs["max_len"])
     batches = token_batches(lengths, targs["max_tokens"], seed=targs["seed"])
     sample = batches[:: max(1, len(batches) // args.batches)][: args.batches]     # a sample across the (shuffled) epoch
-    per_token, padding = flops_per_target_token(cfg, pairs, sample)
+    per_token, padding = flops_per_target_token(cfg, pairs, lengths, sample)
 
     tok_s, n_steps = median_tokens_per_s(run / "train_log.jsonl", args.skip, args.since_step)
     achieved = per_token * tok_s / 1e12

@@ -23,8 +23,8 @@ import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import Tokenizer, Transformer, label_smoothed_loss, make_optimizer, preset  # noqa: E402
-from core.data import collate, encode_pairs, read_parallel, token_batches  # noqa: E402
-from scripts.train_state import load_state, save_state  # noqa: E402
+from core.data import collate, token_batches  # noqa: E402
+from scripts.train_state import load_state  # noqa: E402
 from scripts import train_utils as U  # noqa: E402
 
 
@@ -84,9 +84,7 @@ def main(argv=None):
 
     tokenizer = Tokenizer.from_folder(args.data)
     cfg = preset(args.preset, vocab_size=len(tokenizer), **U.overrides(args.config, args.set))
-    train_src, train_tgt = read_parallel(args.data, "train")
-    pairs, skipped = encode_pairs(tokenizer, train_src, train_tgt, cfg.eos_id, min(args.max_len, cfg.max_len - 1))
-    lengths = [(len(s), len(t) + 1) for s, t in pairs]
+    pairs, skipped, lengths = U.training_pairs(args.data, tokenizer, cfg, args.max_len)
     valid = U.Validation(args, tokenizer, cfg, device) if (args.valid_every and main_proc) else None
     if main_proc:
         print(f"{len(pairs)} training pairs ({skipped} longer than {args.max_len} tokens left out); "

@@ -14,7 +14,7 @@ import torch.distributed as dist
 from safetensors.torch import load_file, save as st_save
 from tqdm import tqdm
 
-from core import TranslationModel, clean_text, label_smoothed_loss, save_checkpoint
+from core import TransformerConfig, TranslationModel, clean_text, label_smoothed_loss, save_checkpoint
 from core.checkpoint import atomic_write, unique_state_dict
 from core.data import collate, encode_pairs, read_parallel, token_batches
 
@@ -38,6 +38,19 @@ def overrides(config_file, pairs) -> dict:
 
 def write_json(path, obj) -> None:
     atomic_write(path, json.dumps(obj, indent=2, ensure_ascii=False))
+
+
+def read_run(run: Path) -> tuple[dict, TransformerConfig]:
+    """RUN/run.json as train.py wrote it (args, config, world, device, parameters), and its model config."""
+    meta = json.loads((Path(run) / "run.json").read_text(encoding="utf-8"))
+    return meta, TransformerConfig.from_dict(meta["config"])
+
+
+def training_pairs(data, tokenizer, cfg, max_len: int):
+    """(pairs, how many were too long, (source, target) lengths with the end-of-sentence) of DATA's train split."""
+    src, tgt = read_parallel(data, "train")
+    pairs, skipped = encode_pairs(tokenizer, src, tgt, cfg.eos_id, min(max_len, cfg.max_len - 1))
+    return pairs, skipped, [(len(s), len(t) + 1) for s, t in pairs]
 
 
 def hardware(device) -> str:

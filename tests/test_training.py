@@ -23,7 +23,7 @@ from core.checkpoint import unique_state_dict  # noqa: E402
 from core.data import encode_pairs, read_parallel, token_batches  # noqa: E402
 from scripts import average_checkpoints, evaluate, train, write_card  # noqa: E402
 from scripts.train_state import read_info  # noqa: E402
-from scripts.train_utils import JsonlLog, average_saves, validate  # noqa: E402
+from scripts.train_utils import JsonlLog, average_saves, read_run, validate  # noqa: E402
 
 EN = "zero one two three four five six seven eight nine".split()
 DE = "null eins zwei drei vier fu\u0308nf sechs sieben acht neun".split()   # "fünf" decomposed (NFD), as in raw text
@@ -373,9 +373,9 @@ def test_bench_mfu_counts_the_papers_matmuls_and_reads_the_log(trained, capsys):
     """FLOPs counted on the meta device equal 3x the forward matmuls by hand; MFU = FLOPs/token x tokens/s / peak."""
     from scripts import bench_mfu
     run, _ = trained
-    cfg = core_config(run)
+    _, cfg = read_run(run)
     pairs = [([5] * 7, [6] * 4), ([5] * 3, [6] * 9)]            # B=2, S=7, T=10 with BOS/EOS
-    per_token, padding = bench_mfu.flops_per_target_token(cfg, pairs, [[0, 1]])
+    per_token, padding = bench_mfu.flops_per_target_token(cfg, pairs, [(7, 5), (3, 10)], [[0, 1]])
     d, f, V, B, S, T, L, Ld = cfg.d_model, cfg.d_ff, cfg.vocab_size, 2, 7, 10, cfg.N, cfg.n_dec
     forward = (2 * B * (L * S * (4 * d * d + 2 * d * f)                  # encoder: Q, K, V, O and the FFN
                         + Ld * T * (6 * d * d + 2 * d * f) + Ld * S * 2 * d * d   # decoder; cross K, V on the source
@@ -393,8 +393,3 @@ def test_bench_mfu_counts_the_papers_matmuls_and_reads_the_log(trained, capsys):
     assert json.loads(capsys.readouterr().out)["mfu"] == out["mfu"]
     with pytest.raises(SystemExit, match="no run.json"):
         bench_mfu.main(["--run", str(run.parent / "nowhere")])
-
-
-def core_config(run: Path):
-    from core import TransformerConfig
-    return TransformerConfig.from_dict(json.loads((run / "run.json").read_text())["config"])
