@@ -1,14 +1,21 @@
 """What every page shares: the checkpoint picker in the sidebar, the cached model and cached attention."""
 from __future__ import annotations
 
+import json
 import os
+import re
+import time
 from pathlib import Path
 
 import streamlit as st
 import torch
 
+from app.demo import DOMAINS, domain
 from app.figures.export import FORMATS, export_problem, figure_spec, is_plotly, render
+from app.figures.style import install, readable
 from core import CheckpointError, Transformer, TranslationModel, load_checkpoint, preset
+
+install()              # readable text in every Plotly figure built from now on (after Streamlit set its own default)
 
 # One sentence at a time means tiny matrix products: one thread is as fast, and on a busy machine several
 # threads spin-wait for each other (measured: a cold translation took 31 s on 2 threads, 3.8 s on 1).
@@ -76,15 +83,69 @@ def _attention(name: str, version: str, src: str, tgt: str | None, beam: int):
     return get_model(name).attend(src, tgt=tgt, beam=beam)
 
 
+def _snapshots_version(name: str) -> str:
+    """How many snapshots a checkpoint has and when the newest and probes.json were written: new ones rescore."""
+    folder = checkpoints_dir() / name / "snapshots"
+    try:
+        files = sorted(folder.glob("step_*.npz")) + [folder / "probes.json"]
+        return f"{len(files)}:" + ":".join(f"{p.name}@{p.stat().st_mtime_ns}" for p in files[-2:])
+    except OSError:
+        return "none"
+
+
+def get_emergence(name: str):
+    """(core.emergence table of every snapshot, unreadable steps, scores of the final weights), cached per version."""
+    return _emergence(name, _version(name), _snapshots_version(name))
+
+
+@st.cache_data(max_entries=8, show_spinner="Scoring every attention snapshot of the training run…")
+def _emergence(name: str, version: str, snapshots_version: str):
+    from app.figures.training import read_probes, snapshot_steps
+    from core import emergence
+    model = get_model(name)
+    final = emergence.model_scores(model, int((model.card.get("training") or {}).get("steps", 0)))
+    if model.folder is None:
+        return None, [], final
+    table, unreadable = emergence.snapshot_scores({"sentences": read_probes(model.folder),
+                                                   "pronouns": read_probes(model.folder, "pronouns")},
+                                                  snapshot_steps(model.folder))
+    return table, unreadable, final
+
+
 def current_model_name() -> str:
     return st.session_state.get("checkpoint", checkpoint_names()[0])
 
 
-def sidebar() -> None:
-    """Checkpoint picker and its card; a broken checkpoint shows a message and the others stay pickable."""
+def card_domain(name: str) -> str | None:
+    """The domain ('captions', 'news') of a checkpoint's training data, read from its card.json alone."""
+    if name == UNTRAINED:
+        return None
+    try:
+        return domain(json.loads((checkpoints_dir() / name / "card.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+
+
+def preferred_checkpoint(names: list[str], prefer_domain: str | None) -> str:
+    """The first checkpoint trained on `prefer_domain`, else the first one."""
+    return next((n for n in names if prefer_domain and card_domain(n) == prefer_domain), names[0])
+
+
+def _picked() -> None:
+    st.session_state.checkpoint_picked = True
+
+
+def sidebar(prefer_domain: str | None = None) -> None:
+    """Checkpoint picker, its card and the presenter switch; a broken checkpoint shows a message and the others
+    stay pickable. Until someone picks a checkpoint, a page with a prefer_domain gets a checkpoint of that domain."""
     names = checkpoint_names()
+    if not st.session_state.get("checkpoint_picked") or st.session_state.get("checkpoint") not in names:
+        st.session_state.checkpoint = preferred_checkpoint(names, prefer_domain)
     with st.sidebar:
-        name = st.selectbox("Checkpoint", names, key="checkpoint",
+        st.toggle("Presenter mode", key="presenter",
+                  help="Larger text in every figure, to read it from the back of a room on a projector. "
+                       "For the page's own text, zoom the browser (Ctrl and +).")
+        name = st.selectbox("Checkpoint", names, key="checkpoint", on_change=_picked,
                             help="Models in the checkpoints/ folder. Pick another if one fails to load.")
         try:
             model = get_model(name)
@@ -99,8 +160,15 @@ def sidebar() -> None:
             st.info(f"Imported, not trained here: {card.get('source', 'see its card')}.")
         cfg = model.cfg
         st.caption(f"N={cfg.N} encoder / {cfg.n_dec} decoder layers, h={cfg.h} heads, d_model={cfg.d_model}")
+        if name != UNTRAINED:
+            st.caption(f"Trained on {DOMAINS[domain(card)][0]}: it translates such sentences best.")
         if card.get("test"):
             st.caption("Test: " + ", ".join(f"{k} {v}" for k, v in card["test"].items() if isinstance(v, (int, float))))
+
+
+def plain(text: str) -> str:
+    """Backslash-escape Markdown so that text (typed by a user, or naming <s> and </s>) shows exactly as written."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", text)
 
 
 def model_or_stop() -> tuple[str, TranslationModel]:
@@ -113,14 +181,36 @@ def model_or_stop() -> tuple[str, TranslationModel]:
         st.stop()
 
 
-def show_figure(fig, name: str, key: str | None = None, **chart_kwargs):
+def log_run(started: float, page: str) -> None:
+    """If the env var ATTN_EXPLORER_RUN_LOG names a file, append this script run's duration to it as a JSON line
+    (scripts/bench_class.py reads it); otherwise do nothing."""
+    path = os.environ.get("ATTN_EXPLORER_RUN_LOG")
+    if path:
+        line = json.dumps({"t": time.time(), "seconds": time.perf_counter() - started, "page": page}) + "\n"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())      # one append of one short line: lines of concurrent runs never mix
+        finally:
+            os.close(fd)
+
+
+def presenter_mode() -> bool:
+    """Whether the sidebar's presenter switch is on (bigger type for a projector)."""
+    return bool(st.session_state.get("presenter"))
+
+
+def show_figure(fig, name: str, key: str | None = None, styled: bool = False, **chart_kwargs):
     """Draw a Plotly or Altair figure with PNG and SVG downloads; returns what st.plotly_chart/altair_chart return.
 
-    name: the file name without extension. chart_kwargs go to the chart call (e.g. on_select=...).
+    name: the file name without extension. styled: the figure already went through app.figures.style.readable
+    for the current presenter setting (restyling a Plotly figure costs tens of ms). chart_kwargs go to the
+    chart call (e.g. on_select=...).
     """
+    if not styled:
+        fig = readable(fig, presenter=presenter_mode())
     plotly = is_plotly(fig)
     if plotly:
-        state = st.plotly_chart(fig, key=key, config={
+        state = st.plotly_chart(fig, key=key, theme=None, config={      # theme=None: keep our template's text
             "displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}},
             **chart_kwargs)
     else:

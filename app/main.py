@@ -1,30 +1,43 @@
 """Attention Explorer: `streamlit run app/main.py`. The entry point only builds the navigation."""
 import sys
+import time
 from pathlib import Path
 
-import streamlit as st
+started = time.perf_counter()          # this run's start, for log_run
+
+import streamlit as st  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:          # so that `core` and `app` import when run by streamlit
     sys.path.insert(0, str(ROOT))
 
-from app.common import sidebar  # noqa: E402
+from app.common import log_run, sidebar  # noqa: E402
 
-st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
+st.set_page_config(page_title="Attention Explorer", page_icon=":material/search:", layout="wide")
 
 # not "pages/": Streamlit would also serve that folder as old-style pages that bypass this file
 PAGES = Path(__file__).parent / "views"
+# Material icons are drawn from Streamlit's own icon font: emoji need a font that a server or a school
+# computer may lack (they then show as empty boxes).
 PAGE_LIST = [  # file, title, icon; the first is the default page
-    ("explorer.py", "Attention explorer", "🔍"),
-    ("paper_figures.py", "The paper's figures", "📄"),
-    ("heads.py", "What heads do", "🧠"),
-    ("positional_encoding.py", "Positional encoding", "〰️"),
-    ("lr_schedule.py", "Learning-rate schedule", "📈"),
-    ("scaled_attention.py", "Attention, step by step", "🧮"),
-    ("checkpoint.py", "Checkpoint", "💾"),
+    ("explorer.py", "Attention explorer", ":material/search:"),
+    ("paper_figures.py", "The paper's figures", ":material/article:"),
+    ("pronouns.py", "Which pronoun?", ":material/quiz:"),
+    ("heads.py", "What heads do", ":material/psychology:"),
+    ("alignment.py", "Alignment", ":material/compare_arrows:"),
+    ("positional_encoding.py", "Positional encoding", ":material/waves:"),
+    ("lr_schedule.py", "Learning-rate schedule", ":material/trending_down:"),
+    ("scaled_attention.py", "Attention, step by step", ":material/calculate:"),
+    ("checkpoint.py", "Checkpoint", ":material/inventory_2:"),
 ]
+# Pages whose sentences come from one domain start on a checkpoint trained on it (until one is picked):
+# the paper's figures use news sentences, which a caption model translates badly.
+PAGE_DOMAIN = {"paper_figures.py": "news", "pronouns.py": "news"}
 # A page file not written yet is left out rather than breaking every other page.
 nav = st.navigation([st.Page(PAGES / f, title=t, icon=i, default=n == 0)
                      for n, (f, t, i) in enumerate(PAGE_LIST) if (PAGES / f).exists()])
-sidebar()
-nav.run()
+try:
+    sidebar(prefer_domain=next((d for f, d in PAGE_DOMAIN.items() if nav.url_path == Path(f).stem), None))
+    nav.run()
+finally:                                # also when a page stops early (st.stop)
+    log_run(started, nav.url_path)

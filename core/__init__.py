@@ -7,6 +7,6 @@ from .layers import sinusoidal_table
 from .model import Transformer, label_smoothed_loss
 from .schedule import make_optimizer, noam_lr
 from .tokenizer import Tokenizer, clean_text, merge_attention, merge_words, word_ids
-from .translator import AttendResult, TranslationModel
+from .translator import AttendResult, ScoreResult, TranslationModel
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -1,9 +1,10 @@
 """Head ablation: translate with attention heads switched off and measure what it costs in BLEU.
 
-A head is switched off by zeroing its output before W^O (Transformer.ablate_heads), as Michel et
-al. (2019, "Are Sixteen Heads Really Better than One?") do. BLEU is sacrebleu's corpus BLEU on a
-small dev slice, so differences of a point or two are noise: read the sweep as "which heads matter
-a lot", not as a precise ranking.
+A head is switched off by zeroing its output before W^O, as Michel et al. (2019, "Are Sixteen Heads
+Really Better than One?") do: Transformer.ablate_heads builds a head mask that travels with each call,
+so a model shared between threads (the app's sessions) is never changed by an ablation. BLEU is
+sacrebleu's corpus BLEU on a small dev slice, so differences of a point or two are noise: read the
+sweep as "which heads matter a lot", not as a precise ranking.
 """
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ def bleu(hypotheses: list[str], references: list[str]) -> float:
 
 def translate_without(tm, texts, heads=(), beam: int = 1) -> list[str]:
     """Translations with the heads (kind, layer, head) switched off; no heads gives the normal output."""
-    with tm.model.ablate_heads(list(heads)):
-        return tm.translate(list(texts), beam=beam)
+    heads = list(heads)
+    return tm.translate(list(texts), beam=beam, head_mask=tm.model.ablate_heads(heads) if heads else None)
 
 
 @dataclass

@@ -29,7 +29,7 @@ import pandas as pd
 import torch
 
 from .data import pad_batch
-from .tokenizer import clean_text, word_ids
+from .tokenizer import clean_text, piece_byte, word_ids
 
 PROBES = Path(__file__).parent / "probes"
 SCORES = {   # name -> what the app says about it
@@ -65,9 +65,9 @@ def is_punctuation(piece: str) -> bool:
 
     A byte-fallback piece such as "<0x2E>" counts by the ASCII character it stands for.
     """
-    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
-        code = int(piece[3:5], 16) if all(c in "0123456789ABCDEFabcdef" for c in piece[3:5]) else 0x80
-        piece = chr(code) if code < 0x80 else piece
+    code = piece_byte(piece)
+    if code is not None and code < 0x80:
+        piece = chr(code)
     text = piece.lstrip("\u2581")
     return bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
 
@@ -114,6 +114,15 @@ def entropy(attn: np.ndarray, first_query: int = 0, normalised: bool = False, ca
     return (h[..., ok] / np.log2(n_keys[ok])).mean(-1)
 
 
+def word_pieces(pieces: list[str], w: int) -> list[int]:
+    """Piece indices of word `w` (as word_ids counts words), without punctuation glued to it ("them.")."""
+    words = word_ids(pieces)
+    idx = [i for i, x in enumerate(words) if x == w]
+    if not idx:
+        raise ValueError(f"word {w} is not in a sentence of {max(words) + 1} words")
+    return [i for i in idx if not is_punctuation(pieces[i])] or idx
+
+
 def anaphora_mass(attn: np.ndarray, pieces: list[str], pronoun_index: int, antecedent_index: int) -> np.ndarray:
     """Word-level mass from a pronoun to its antecedent: sum over the antecedent's pieces, mean over the pronoun's.
 
@@ -121,15 +130,7 @@ def anaphora_mass(attn: np.ndarray, pieces: list[str], pronoun_index: int, antec
     core.tokenizer.word_ids does (whitespace-separated words, </s> last). Punctuation glued to a
     word ("them.") is left out of it. A head spreading evenly would score (antecedent pieces) / S.
     """
-    words = word_ids(pieces)
-
-    def word_pieces(w):
-        idx = [i for i, x in enumerate(words) if x == w]
-        if not idx:
-            raise ValueError(f"word {w} is not in a sentence of {max(words) + 1} words")
-        return [i for i in idx if not is_punctuation(pieces[i])] or idx
-
-    rows, cols = word_pieces(pronoun_index), word_pieces(antecedent_index)
+    rows, cols = word_pieces(pieces, pronoun_index), word_pieces(pieces, antecedent_index)
     return attn[..., rows, :][..., cols].sum(-1).mean(-1)
 
 

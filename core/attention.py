@@ -7,18 +7,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .dropout import dropout
 
-def scaled_dot_product_attention(q, k, v, mask=None):
+
+def scaled_dot_product_attention(q, k, v, mask=None, dropout_p: float = 0.0):
     """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V, returning the output and the probabilities.
 
     q: (..., Tq, d_k), k: (..., Tk, d_k), v: (..., Tk, d_v); mask: bool, broadcastable to
     (..., Tq, Tk), True where a query may attend to a key. Masked keys get exactly 0.
+    dropout_p: dropout on the probabilities that weight V (training); the returned ones are undropped.
     """
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))       # (..., Tq, Tk)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     probs = scores.softmax(dim=-1)
-    return probs @ v, probs
+    return dropout(probs, dropout_p) @ v, probs
 
 
 class MultiHeadAttention(nn.Module):
@@ -33,40 +36,57 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, d_model)
         self.w_o = nn.Linear(d_model, d_model)
         self.dropout = dropout  # on the attention probabilities, as in the reference implementations
-        self.head_mask = None   # (h,) or None; set by core.model.Transformer.ablate_heads
 
     def _split(self, x):  # (B, T, d_model) -> (B, h, T, d_k)
         B, T, _ = x.shape
         return x.view(B, T, self.h, self.d_k).transpose(1, 2)
 
-    def forward(self, query, key, value, mask=None, need_weights=False, cache=None, static_kv=False):
+    def _project(self, x, *linears):
+        """x (B, T, d_model) through one or more of W^Q, W^K, W^V -> a (B, h, T, d_k) tensor for each.
+
+        Several projections of the same input run as ONE matmul with their weights stacked: on a CPU
+        one (d_model x 3 d_model) product is faster than three (d_model x d_model) ones.
+        """
+        if len(linears) == 1:
+            return [self._split(linears[0](x))]
+        w = torch.cat([lin.weight for lin in linears])                  # (n * d_model, d_model)
+        b = torch.cat([lin.bias for lin in linears])
+        return [self._split(y) for y in F.linear(x, w, b).chunk(len(linears), dim=-1)]
+
+    def forward(self, query, key, value, mask=None, need_weights=False, cache=None, static_kv=False,
+                head_mask=None):
         """query: (B, Tq, d_model); key/value: (B, Tk, d_model); mask: bool (B, 1|h, 1|Tq, Tk).
 
         need_weights: also return the attention probabilities (B, h, Tq, Tk); otherwise use torch's
         fused kernel. cache: a dict for incremental decoding; static_kv=True (cross-attention)
         projects the encoder memory once, otherwise new keys/values are appended to the cache.
-        self.head_mask, when set, holds (h,) factors on each head's output before W^O: 0 switches
-        a head off (head ablation).
+        head_mask: None, or (h,) factors on each head's output before W^O: 0 switches a head off
+        (head ablation). It travels with the call, so a shared model is never changed by it.
         """
-        q = self._split(self.w_q(query))                                # (B, h, Tq, d_k)
-        if cache is not None and static_kv and "k" in cache:
-            k, v = cache["k"], cache["v"]
+        if cache is not None and static_kv and "k" in cache:            # the memory is projected already
+            (q,), k, v = self._project(query, self.w_q), cache["k"], cache["v"]
         else:
-            k, v = self._split(self.w_k(key)), self._split(self.w_v(value))  # (B, h, Tk, d_k)
+            if query is key is value:                                   # self-attention
+                q, k, v = self._project(query, self.w_q, self.w_k, self.w_v)
+            elif key is value:                                          # attention over the encoder output
+                (q,), (k, v) = self._project(query, self.w_q), self._project(key, self.w_k, self.w_v)
+            else:
+                (q,), (k,), (v,) = (self._project(x, w) for x, w in ((query, self.w_q), (key, self.w_k),
+                                                                     (value, self.w_v)))
             if cache is not None:
                 if not static_kv and "k" in cache:
                     k = torch.cat([cache["k"], k], dim=2)
                     v = torch.cat([cache["v"], v], dim=2)
                 cache["k"], cache["v"] = k, v
         p_drop = self.dropout if self.training else 0.0
-        if need_weights:
-            out, probs = scaled_dot_product_attention(q, k, v, mask)
-            if p_drop:
-                out = F.dropout(probs, p_drop) @ v
+        # torch's fused kernel draws its dropout mask with the slow CPU bernoulli_ (core/dropout.py)
+        if need_weights or (p_drop and q.device.type == "cpu"):
+            out, probs = scaled_dot_product_attention(q, k, v, mask, p_drop)
+            probs = probs if need_weights else None
         else:
             out, probs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop), None
-        if self.head_mask is not None:
-            out = out * self.head_mask.view(1, -1, 1, 1).to(out.dtype)
+        if head_mask is not None:
+            out = out * head_mask.view(1, -1, 1, 1).to(out.dtype)
         B, _, Tq, _ = out.shape
         out = out.transpose(1, 2).reshape(B, Tq, self.h * self.d_k)     # (B, Tq, d_model)
         return self.w_o(out), probs

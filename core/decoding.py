@@ -10,16 +10,16 @@ def _length_limits(model, src, max_extra):
     return (src_len + max_extra).clamp(max=model.cfg.max_len - 1)          # (B,)
 
 
-def _step_logprobs(model, tokens, memory, src_mask, cache, t):
+def _step_logprobs(model, tokens, memory, src_mask, cache, t, head_mask=None):
     """Log-probabilities of the next token after tokens[:, :t+1]: (B, vocab).
 
     With a cache only the newest token is fed (keys and values of earlier positions are
     kept); without one the whole prefix goes through the decoder again.
     """
     if cache is None:
-        hidden = model.decode(tokens, memory, src_mask)[0]
+        hidden = model.decode(tokens, memory, src_mask, head_mask=head_mask)[0]
     else:
-        hidden = model.decode(tokens[:, -1:], memory, src_mask, cache=cache, start=t)[0]
+        hidden = model.decode(tokens[:, -1:], memory, src_mask, cache=cache, start=t, head_mask=head_mask)[0]
     logp = model.project(hidden[:, -1]).float().log_softmax(-1)
     if model.cfg.forbid_pad_output:      # as Marian's generate (bad_words_ids=[[pad]]): <pad> is never output
         logp[:, model.cfg.pad_id] = float("-inf")
@@ -27,16 +27,19 @@ def _step_logprobs(model, tokens, memory, src_mask, cache, t):
 
 
 @torch.no_grad()
-def greedy_search(model, src, max_extra: int = 50, use_cache: bool = True):
-    """src: (B, S) ids -> list of B token-id lists (without <s> and </s>)."""
+def greedy_search(model, src, max_extra: int = 50, use_cache: bool = True, head_mask=None):
+    """src: (B, S) ids -> list of B token-id lists (without <s> and </s>).
+
+    head_mask: None, or Transformer.ablate_heads(...) to decode with those heads switched off.
+    """
     cfg = model.cfg
-    memory, src_mask, _ = model.encode(src)
+    memory, src_mask, _ = model.encode(src, head_mask=head_mask)
     limits = _length_limits(model, src, max_extra)
     cache = [{} for _ in model.decoder] if use_cache else None
     tokens = torch.full((src.size(0), 1), cfg.bos_id, dtype=torch.long, device=src.device)
     finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
     for t in range(int(limits.max())):
-        logp = _step_logprobs(model, tokens, memory, src_mask, cache, t)
+        logp = _step_logprobs(model, tokens, memory, src_mask, cache, t, head_mask)
         nxt = logp.argmax(-1)
         nxt = torch.where(t + 1 >= limits, torch.full_like(nxt, cfg.eos_id), nxt)   # length limit
         nxt = torch.where(finished, torch.full_like(nxt, cfg.pad_id), nxt)
@@ -60,16 +63,16 @@ def length_penalty(length: int, alpha: float) -> float:
 
 
 @torch.no_grad()
-def beam_search(model, src, beam: int = 4, alpha: float = 0.6, max_extra: int = 50):
+def beam_search(model, src, beam: int = 4, alpha: float = 0.6, max_extra: int = 50, head_mask=None):
     """Batched beam search: src (B, S) -> list of B best token-id lists.
 
     Each sentence keeps `beam` live hypotheses; one that emits </s> is set aside with score
     log P / lp(length). A sentence is done when `beam` hypotheses are set aside (as fairseq does)
-    or at its length limit; the best set-aside hypothesis wins.
+    or at its length limit; the best set-aside hypothesis wins. head_mask: as in greedy_search.
     """
     cfg, K = model.cfg, beam
     B, dev = src.size(0), src.device
-    memory, src_mask, _ = model.encode(src)
+    memory, src_mask, _ = model.encode(src, head_mask=head_mask)
     memory, src_mask = memory.repeat_interleave(K, 0), src_mask.repeat_interleave(K, 0)
     limits = _length_limits(model, src, max_extra)
     at_limit_rows = None
@@ -80,7 +83,7 @@ def beam_search(model, src, beam: int = 4, alpha: float = 0.6, max_extra: int = 
     finished = [[] for _ in range(B)]
     done = [False] * B
     for t in range(int(limits.max())):
-        logp = _step_logprobs(model, tokens, memory, src_mask, cache, t)      # (B*K, V)
+        logp = _step_logprobs(model, tokens, memory, src_mask, cache, t, head_mask)   # (B*K, V)
         V = logp.size(-1)
         at_limit_rows = (t + 1 >= limits).repeat_interleave(K)
         if at_limit_rows.any():                             # only </s> may follow at the limit

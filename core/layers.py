@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention
+from .dropout import Dropout
 
 
 def sinusoidal_table(n_positions: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
@@ -54,7 +55,7 @@ class PositionwiseFeedForward(nn.Module):
         super().__init__()
         self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
         self.act = F.relu if activation == "relu" else F.silu
-        self.dropout = nn.Dropout(dropout)  # inside the FFN, as in tensor2tensor's relu_dropout
+        self.dropout = Dropout(dropout)  # inside the FFN, as in tensor2tensor's relu_dropout
 
     def forward(self, x):
         return self.w_2(self.dropout(self.act(self.w_1(x))))
@@ -69,7 +70,7 @@ class Residual(nn.Module):
     def __init__(self, d_model: int, dropout: float, norm: str, eps: float):
         super().__init__()
         self.norm = nn.LayerNorm(d_model, eps=eps)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.pre = norm == "pre"
 
     def forward(self, x, sublayer):
@@ -89,8 +90,10 @@ class EncoderLayer(nn.Module):
         self.res_attn, self.res_ffn = (Residual(cfg.d_model, cfg.dropout, cfg.norm, cfg.layer_norm_eps)
                                        for _ in range(2))
 
-    def forward(self, x, src_mask, need_weights=False):
-        x, probs = self.res_attn(x, lambda y: self.self_attn(y, y, y, src_mask, need_weights))
+    def forward(self, x, src_mask, need_weights=False, head_mask=None):
+        """head_mask: None or (h,) factors on the self-attention heads (see MultiHeadAttention)."""
+        x, probs = self.res_attn(x, lambda y: self.self_attn(y, y, y, src_mask, need_weights,
+                                                              head_mask=head_mask))
         x, _ = self.res_ffn(x, lambda y: (self.ffn(y), None))
         return x, probs
 
@@ -106,15 +109,17 @@ class DecoderLayer(nn.Module):
         self.res_self, self.res_cross, self.res_ffn = (
             Residual(cfg.d_model, cfg.dropout, cfg.norm, cfg.layer_norm_eps) for _ in range(3))
 
-    def forward(self, x, memory, src_mask, tgt_mask, need_weights=False, cache=None):
-        """cache: None, or a dict {"self": {}, "cross": {}} kept between incremental decoding steps."""
+    def forward(self, x, memory, src_mask, tgt_mask, need_weights=False, cache=None,
+                self_head_mask=None, cross_head_mask=None):
+        """cache: None, or a dict {"self": {}, "cross": {}} kept between incremental decoding steps.
+        self_head_mask / cross_head_mask: None or (h,) factors on the heads of each attention."""
         c_self = c_cross = None
         if cache is not None:
             c_self, c_cross = cache.setdefault("self", {}), cache.setdefault("cross", {})
         x, self_probs = self.res_self(
-            x, lambda y: self.self_attn(y, y, y, tgt_mask, need_weights, cache=c_self))
+            x, lambda y: self.self_attn(y, y, y, tgt_mask, need_weights, cache=c_self, head_mask=self_head_mask))
         x, cross_probs = self.res_cross(
             x, lambda y: self.cross_attn(y, memory, memory, src_mask, need_weights, cache=c_cross,
-                                         static_kv=True))
+                                         static_kv=True, head_mask=cross_head_mask))
         x, _ = self.res_ffn(x, lambda y: (self.ffn(y), None))
         return x, self_probs, cross_probs

@@ -1,15 +1,16 @@
 """The encoder-decoder Transformer (paper, section 3 and Figure 1)."""
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
+from numbers import Integral
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .config import TransformerConfig
+from .dropout import Dropout
 from .layers import DecoderLayer, EncoderLayer, PositionalEncoding
 
 
@@ -50,7 +51,7 @@ class Transformer(nn.Module):
         self.src_pos = PositionalEncoding(cfg.d_model, cfg.max_len, cfg.positions, cfg.pe_layout)
         self.tgt_pos = (self.src_pos if cfg.positions == "sinusoidal"
                         else PositionalEncoding(cfg.d_model, cfg.max_len, cfg.positions, cfg.pe_layout))
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.N))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_dec))
         # pre-norm stacks end with a LayerNorm; post-norm ones already end normalised
@@ -76,26 +77,32 @@ class Transformer(nn.Module):
         scale = math.sqrt(self.cfg.d_model) if self.cfg.scale_embeddings else 1.0
         return self.dropout(pos(embed(tokens) * scale, start))   # (B, T, d_model)
 
-    def encode(self, src, need_weights=False):
-        """src: (B, S) ids -> memory (B, S, d_model), src_mask (B, 1, 1, S), encoder attentions."""
+    def encode(self, src, need_weights=False, head_mask=None):
+        """src: (B, S) ids -> memory (B, S, d_model), src_mask (B, 1, 1, S), encoder attentions.
+
+        head_mask: None, or a dict as ablate_heads returns; its "enc_self" entry switches heads off.
+        """
         src_mask = padding_mask(src, self.cfg.pad_id)
         x, attns = self._embed(src, self.src_embed, self.src_pos), []
-        for layer in self.encoder:
-            x, probs = layer(x, src_mask, need_weights)
+        for layer, m in zip(self.encoder, self._layer_masks(head_mask, "enc_self")):
+            x, probs = layer(x, src_mask, need_weights, head_mask=m)
             attns.append(probs)
         return self.enc_norm(x), src_mask, attns
 
-    def decode(self, tgt_in, memory, src_mask, need_weights=False, cache=None, start=0):
+    def decode(self, tgt_in, memory, src_mask, need_weights=False, cache=None, start=0, head_mask=None):
         """tgt_in: (B, T) decoder inputs -> hidden (B, T, d_model), self and cross attentions.
 
         cache: a list with one dict per decoder layer for incremental decoding; then tgt_in holds
-        only the new positions, starting at position `start`.
+        only the new positions, starting at position `start`. head_mask: None, or a dict as
+        ablate_heads returns; its "dec_self" and "cross" entries switch heads off.
         """
         tgt_mask = causal_mask(tgt_in, self.cfg.pad_id) if cache is None else None
         x = self._embed(tgt_in, self.tgt_embed, self.tgt_pos, start)
         self_attns, cross_attns = [], []
-        for i, layer in enumerate(self.decoder):
-            x, s, c = layer(x, memory, src_mask, tgt_mask, need_weights, None if cache is None else cache[i])
+        masks = zip(self._layer_masks(head_mask, "dec_self"), self._layer_masks(head_mask, "cross"))
+        for i, (layer, (m_self, m_cross)) in enumerate(zip(self.decoder, masks)):
+            x, s, c = layer(x, memory, src_mask, tgt_mask, need_weights, None if cache is None else cache[i],
+                            self_head_mask=m_self, cross_head_mask=m_cross)
             self_attns.append(s)
             cross_attns.append(c)
         return self.dec_norm(x), self_attns, cross_attns
@@ -105,10 +112,13 @@ class Transformer(nn.Module):
         logits = self.generator(hidden)
         return logits if self.logits_bias is None else logits + self.logits_bias
 
-    def forward(self, src, tgt_in, need_weights=False):
-        """Teacher-forced pass: logits (B, T, vocab), plus Attentions when need_weights."""
-        memory, src_mask, enc = self.encode(src, need_weights)
-        hidden, dec, cross = self.decode(tgt_in, memory, src_mask, need_weights)
+    def forward(self, src, tgt_in, need_weights=False, head_mask=None):
+        """Teacher-forced pass: logits (B, T, vocab), plus Attentions when need_weights.
+
+        head_mask: None, or a dict as ablate_heads returns, to switch heads off for this call only.
+        """
+        memory, src_mask, enc = self.encode(src, need_weights, head_mask)
+        hidden, dec, cross = self.decode(tgt_in, memory, src_mask, need_weights, head_mask=head_mask)
         logits = self.project(hidden)
         return (logits, Attentions(enc, dec, cross)) if need_weights else logits
 
@@ -118,25 +128,42 @@ class Transformer(nn.Module):
                 "dec_self": [l.self_attn for l in self.decoder],
                 "cross": [l.cross_attn for l in self.decoder]}
 
-    @contextlib.contextmanager
-    def ablate_heads(self, heads):
-        """Switch heads off inside a `with` block: heads is an iterable of (kind, layer, head),
-        kind one of "enc_self", "dec_self", "cross". Each head's output is zeroed before W^O."""
-        modules = self.attention_modules()
-        touched = []
-        try:
-            for kind, layer, head in heads:
-                if kind not in modules or not 0 <= layer < len(modules[kind]) or not 0 <= head < self.cfg.h:
-                    raise ValueError(f"no head {kind} layer {layer} head {head} in this model")
-                m = modules[kind][layer]
-                if m.head_mask is None:
-                    m.head_mask = torch.ones(self.cfg.h, device=self.generator.weight.device)
-                    touched.append(m)
-                m.head_mask[head] = 0.0
-            yield self
-        finally:
-            for m in touched:
-                m.head_mask = None
+    def ablate_heads(self, heads) -> dict:
+        """The head_mask that switches heads off; the model itself is never changed.
+
+        heads: an iterable of (kind, layer, head), kind one of "enc_self", "dec_self", "cross", counted
+        from 0. Returns {kind: (N_kind, h) float tensor, 1 for a head kept and 0 for one switched off},
+        only for the kinds named. Pass it on with the inputs, e.g. model(src, tgt_in, head_mask=mask),
+        greedy_search(model, src, head_mask=mask) or TranslationModel.translate(texts, head_mask=mask):
+        each switched-off head's output is zeroed before W^O, in that call only, so one call's
+        ablation can never leak into another running at the same time on the same model.
+        """
+        layers = {kind: len(ms) for kind, ms in self.attention_modules().items()}
+        mask = {}
+        for kind, layer, head in heads:
+            if (kind not in layers or not isinstance(layer, Integral) or not isinstance(head, Integral)
+                    or not 0 <= layer < layers[kind] or not 0 <= head < self.cfg.h):
+                raise ValueError(f"There is no head {kind} layer {layer} head {head} in this model: it has "
+                                 f"{self.cfg.N} encoder and {self.cfg.n_dec} decoder layers of {self.cfg.h} heads "
+                                 f"(counted from 0), and kinds {', '.join(layers)}.")
+            if kind not in mask:
+                mask[kind] = torch.ones(layers[kind], self.cfg.h, device=self.generator.weight.device)
+            mask[kind][layer, head] = 0.0
+        return mask
+
+    def _layer_masks(self, head_mask, kind) -> list:
+        """One (h,) head mask or None per layer of `kind`, from a head_mask dict (None: every head on)."""
+        n = len(self.encoder if kind == "enc_self" else self.decoder)
+        if head_mask and not set(head_mask) <= {"enc_self", "dec_self", "cross"}:
+            raise ValueError(f"head_mask has keys {sorted(head_mask)}; they can only be "
+                             f"'enc_self', 'dec_self' and 'cross'.")
+        m = None if head_mask is None else head_mask.get(kind)
+        if m is None:
+            return [None] * n
+        if tuple(m.shape) != (n, self.cfg.h):
+            raise ValueError(f"head_mask[{kind!r}] has shape {tuple(m.shape)}; this model needs ({n}, {self.cfg.h}): "
+                             f"one row per layer, one column per head.")
+        return list(m)
 
 
 def label_smoothed_loss(logits, target, epsilon: float, pad_id: int):

@@ -8,8 +8,10 @@ pieces' rows, attention *to* a word is the sum over its pieces' columns), so the
 the attention a word hands out and lie in [0, 1].
 
 Figure 3, long-distance dependency: mass from "making" to the words "more difficult".
-Figure 4, anaphora: mass from "its" to "Law" plus mass from "its" to "application" (the paper's two
-    heads attend sharply to these; one head may take one, the other head the other).
+Figure 4, anaphora: mass from "its" to "Law", its antecedent. The mass on "application" is reported
+    beside it but not scored: "application" is the word right after "its", so a plain next-word head
+    would win a score that counted it. Each head's next-word score (as Figure 5's "→ next") is shown
+    too, so that a next-word head is not mistaken for an anaphora head.
 Figure 5, sentence structure: the mean, over the sentence's words, of the mass a word gives to its
     two neighbouring words (previous + next, </s> excluded). Local, position-driven heads are the
     structural heads most often found in trained Transformers ("positional heads", Voita et al. 2019;
@@ -17,6 +19,15 @@ Figure 5, sentence structure: the mean, over the sentence's words, of the mass a
     fooled by a head that only looks at the word itself. The mean distance is reported alongside.
 
 For a figure with several heads, the layer is the one whose best `k` heads score highest together.
+
+When does a head *link* two words (Figures 3 and 4)? When it puts at least LINK_FACTOR = 10 times the
+share an evenly spreading head would put there, or half of its attention if that is less (short
+sentences, where 10x the even share can pass 1). On the Figure 4 sentence the even share of 'Law' is
+1/26 = 0.04 for a 26-piece sentence, so a link needs 0.38: the paper's heads, "very sharp for this
+word", are far above it; a head that looks a little more at 'Law' than at other words is not.
+And only if it is selective (score >= LINK_SELECTIVE = 2 times "others", the mean share the sentence's
+other words give the same target words): a head where every word looks at 'more difficult.', the end
+of the sentence, is not following the dependency of 'making' (news-small had one at step 450).
 """
 from __future__ import annotations
 
@@ -34,6 +45,8 @@ FIGURE3_SENTENCE = ("It is in this spirit that a majority of American government
 FIGURE45_SENTENCE = ("The Law will never be perfect, but its application should be just - "
                      "this is what we are missing, in my opinion.")
 SPECIALS = ("<s>", "</s>", "<pad>")
+LINK_FACTOR, LINK_CAP = 10.0, 0.5   # a head links two words at >= min(10 x the even share, 0.5) (module docstring)
+LINK_SELECTIVE = 2.0                # ... and >= 2 x what the other words give the same target words
 
 
 def _norm(word: str) -> str:
@@ -84,16 +97,24 @@ def _table(values: dict, sort_by: str = "score") -> pd.DataFrame:
     return df.sort_values([sort_by, "layer", "head"], ascending=[False, True, True], ignore_index=True)
 
 
-def dependency_scores(attn: np.ndarray, tokens: list[str], source: str, targets: list[str]) -> pd.DataFrame:
+def dependency_scores(attn: np.ndarray, tokens: list[str], source: str, targets: list[str],
+                      also: tuple[str, ...] = ()) -> pd.DataFrame:
     """Every head's attention mass from the word `source` to the words `targets` (each a word or phrase).
 
-    attn: (N, h, S, S) encoder self-attention. Columns: layer, head, one "→ target" per target, and
-    score, their sum. Rows are sorted by score, best first.
+    attn: (N, h, S, S) encoder self-attention. Columns: layer, head, one "→ target" per target and per
+    word of `also` (reported, not scored), "others" (the mean, over the sentence's other words, of their
+    mass on the targets: high for a head where every word looks there) and score, the sum over `targets`.
+    Best score first.
     """
     merged = _word_maps(attn, tokens)                              # (N, h, W, W)
     rows = locate_words(tokens, source)
-    per_target = {f"→ {t}": merged[..., rows, :][..., locate_words(tokens, t)].sum(-1).mean(-1) for t in targets}
-    return _table({**per_target, "score": sum(per_target.values())})
+    mass = lambda r, t: merged[..., r, :][..., locate_words(tokens, t)].sum(-1).mean(-1)   # (N, h)
+    per_target = {f"→ {t}": mass(rows, t) for t in targets}
+    taken = set(rows) | {w for t in targets for w in locate_words(tokens, t)}
+    others = [w for w, text in enumerate(merge_words(tokens)) if w not in taken and text not in SPECIALS]
+    other_mass = sum(mass(others, t) for t in targets) if others else np.full(attn.shape[:2], np.nan)
+    return _table({**per_target, **{f"→ {t}": mass(rows, t) for t in also}, "others": other_mass,
+                   "score": sum(per_target.values())})
 
 
 def structure_scores(attn: np.ndarray, tokens: list[str]) -> pd.DataFrame:
@@ -116,6 +137,17 @@ def structure_scores(attn: np.ndarray, tokens: list[str]) -> pd.DataFrame:
     distance = (m * np.abs(idx[:, None] - idx[None, :])).sum(-1).mean(-1)
     return _table({"score": (prev + nxt).mean(-1), "← previous": prev.mean(-1), "→ next": nxt.mean(-1),
                    "mean distance": distance})
+
+
+def next_word_scores(attn: np.ndarray, tokens: list[str]) -> np.ndarray:
+    """(N, h): each head's mean share of a word's attention on the next word (structure_scores' "→ next")."""
+    table = structure_scores(attn, tokens).sort_values(["layer", "head"])
+    return table["→ next"].to_numpy().reshape(attn.shape[:2])
+
+
+def link_threshold(chance: float) -> float:
+    """The score from which a head counts as linking two words: 10x the even share, at most 0.5."""
+    return min(LINK_FACTOR * chance, LINK_CAP)
 
 
 def best_layer(table: pd.DataFrame, k: int) -> int:
@@ -141,12 +173,33 @@ class FigureHeads:
     focus: str | None
     scores: pd.DataFrame
     chance: float             # the score of a head that spreads its attention evenly over the sentence
+    threshold: float | None = None   # the score from which a head links the words (Figures 3, 4)
+
+    @property
+    def best(self) -> pd.Series:
+        """The best-scoring head anywhere: its row of `scores`."""
+        return self.scores.iloc[0]
+
+    @property
+    def linking(self) -> pd.DataFrame:
+        """The heads that link the words: score >= threshold and selective (module docstring); best first."""
+        if self.threshold is None:
+            return self.scores.iloc[:0]
+        s = self.scores
+        return s[(s.score >= self.threshold) & ~(s.score < LINK_SELECTIVE * s.others)]
+
+    @property
+    def linked(self) -> bool | None:
+        """Does any head link the words? None where the figure has no threshold (Figure 5)."""
+        return None if self.threshold is None else not self.linking.empty
 
     def to_dict(self) -> dict:
         """JSON-ready, with layers and heads counted from 0 as in the arrays."""
         return {"figure": self.figure, "title": self.title, "sentence": self.sentence, "layer": self.layer,
                 "heads": self.heads, "focus": self.focus, "paper_layer": PAPER_LAYER,
-                "chance": round(self.chance, 4), "scores": self.scores.round(4).to_dict(orient="records")}
+                "chance": round(self.chance, 4),
+                "threshold": None if self.threshold is None else round(self.threshold, 4), "linked": self.linked,
+                "scores": self.scores.round(4).to_dict(orient="records")}
 
 
 def _chance(score_fn, tokens: list[str]) -> float:
@@ -160,17 +213,27 @@ def figure3(attn: np.ndarray, tokens: list[str], sentence: str = FIGURE3_SENTENC
     score = lambda a, t: dependency_scores(a, t, "making", ["more difficult"])
     scores = score(attn, tokens)
     layer = best_layer(scores, k=attn.shape[1])
+    chance = _chance(score, tokens)
     return FigureHeads(3, "Long-distance dependency: 'making … more difficult'", sentence, layer,
-                       top_heads(scores, layer), "making", scores, _chance(score, tokens))
+                       top_heads(scores, layer), "making", scores, chance, link_threshold(chance))
 
 
 def figure4(attn: np.ndarray, tokens: list[str], sentence: str = FIGURE45_SENTENCE) -> FigureHeads:
-    """'its' → 'Law' + 'application': the best two heads of the best layer for it."""
-    score = lambda a, t: dependency_scores(a, t, "its", ["Law", "application"])
+    """'its' → 'Law' (the antecedent): the best two heads of the best layer for it.
+
+    Columns: score (= "→ Law"), "→ application" (the next word, not scored) and "next word" (the head's
+    mean share on the next word over the whole sentence: high for a next-word head, whatever it does).
+    """
+    score = lambda a, t: dependency_scores(a, t, "its", ["Law"], also=("application",))
     scores = score(attn, tokens)
+    nxt = pd.DataFrame({"layer": np.repeat(np.arange(attn.shape[0]), attn.shape[1]),
+                        "head": np.tile(np.arange(attn.shape[1]), attn.shape[0]),
+                        "next word": next_word_scores(attn, tokens).reshape(-1)})
+    scores = scores.merge(nxt, on=["layer", "head"], how="left")
     layer = best_layer(scores, k=2)
+    chance = _chance(score, tokens)
     return FigureHeads(4, "Anaphora: 'its' refers to 'Law'", sentence, layer, top_heads(scores, layer, 2),
-                       "its", scores, _chance(score, tokens))
+                       "its", scores, chance, link_threshold(chance))
 
 
 def figure5(attn: np.ndarray, tokens: list[str], sentence: str = FIGURE45_SENTENCE) -> FigureHeads:

@@ -95,12 +95,38 @@ def word_ids(pieces: list[str], specials=("<s>", "</s>", "<pad>")) -> list[int]:
     return ids
 
 
-def _byte(piece: str) -> int | None:
-    """The byte a byte-fallback piece such as "<0xC3>" stands for, or None."""
+def piece_byte(piece: str) -> int | None:
+    """The byte a byte-fallback piece such as "<0xC3>" (or "<0xc3>") stands for, or None for any other piece."""
     if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">") \
-            and all(c in "0123456789ABCDEF" for c in piece[3:5]):
+            and all(c in "0123456789ABCDEFabcdef" for c in piece[3:5]):
         return int(piece[3:5], 16)
     return None
+
+
+def _utf8_char(pieces: list[str]) -> str | None:
+    """The one printable character that these byte-fallback pieces spell together, or None."""
+    try:
+        char = bytes(piece_byte(p) for p in pieces).decode("utf-8")
+    except (TypeError, UnicodeDecodeError):                    # TypeError: a piece that is no byte
+        return None
+    return char if len(char) == 1 and char.isprintable() else None
+
+
+def display_pieces(pieces: list[str]) -> list[str]:
+    """Pieces as a student should read them: byte-fallback pieces become the characters they stand for.
+
+    One label per piece, so that rows and columns of attention maps still match. "<0x39>" -> "9"; the
+    bytes of a character that needs several ("<0xC3>", "<0xA4>" -> "ä") read "ä 1/2", "ä 2/2". Bytes
+    that make no whole printable character keep their raw "<0x..>" name.
+    """
+    out, i = list(pieces), 0
+    while i < len(pieces):
+        n = next((n for n in range(1, 5) if i + n <= len(pieces) and _utf8_char(pieces[i:i + n])), 0)
+        if n:
+            char = _utf8_char(pieces[i:i + n])
+            out[i:i + n] = [char] if n == 1 else [f"{char} {k + 1}/{n}" for k in range(n)]
+        i += max(n, 1)
+    return out
 
 
 def merge_words(pieces: list[str], ids: list[int] | None = None) -> list[str]:
@@ -109,7 +135,7 @@ def merge_words(pieces: list[str], ids: list[int] | None = None) -> list[str]:
     words = [""] * (max(ids) + 1 if ids else 0)
     pending = {}                                   # word -> bytes of byte pieces not yet decoded
     for p, w in zip(pieces, ids):
-        b = _byte(p)
+        b = piece_byte(p)
         if b is not None:
             pending[w] = pending.get(w, b"") + bytes([b])
             continue

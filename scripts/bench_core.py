@@ -4,7 +4,8 @@ translate() throughput. Prints figures only.
     python scripts/bench_core.py [--quick] [--threads N] [--device cpu|cuda]
 
 (a) forward + label-smoothed loss + backward + Adam step, target tokens/s, ours vs torch.nn.Transformer
-    with the same embedding / positions / tied projection around it, interleaved, median of repeats.
+    with the same embedding / positions / tied projection around it, in fp32 and (where the hardware has
+    it) bf16 autocast, interleaved, median of repeats.
 (b) TranslationModel.attend() latency for a ~30-word sentence: teacher-forced (one forward pass with
     attention capture) and with greedy translation.
 (c) TranslationModel.translate() throughput for 64 sentences, greedy and beam 4.
@@ -88,6 +89,12 @@ def make_batch(B, L, vocab, g, device):
     return src.to(device), tgt.to(device)
 
 
+def precisions(device) -> list[str]:
+    """fp32 always; bf16 where the hardware does it natively (what train.py --precision auto would pick)."""
+    from scripts.train_utils import cpu_has_bf16
+    return ["fp32", "bf16"] if (device.type == "cuda" or cpu_has_bf16()) else ["fp32"]
+
+
 def bench_train(args, device):
     cfg = core.preset("small", vocab_size=8000)
     B, L = (16, 30) if args.quick else (64, 30)
@@ -99,40 +106,49 @@ def bench_train(args, device):
     g = torch.Generator().manual_seed(0)
     batches = [make_batch(B, L, cfg.vocab_size, g, device) for _ in range(2)]
     n_tgt = int((batches[0][1][:, 1:] != 0).sum())
+    runs = [(name, prec) for prec in precisions(device) for name in models]   # e.g. ("ours", "bf16")
 
-    def step(name, batch):
-        src, tgt = batch
+    def step(run, batch):
+        (name, prec), (src, tgt) = run, batch
         model, opt = models[name], opts[name]
         sync(device)
         t0, c0 = time.perf_counter(), time.process_time()
-        loss, _ = core.label_smoothed_loss(model(src, tgt[:, :-1]), tgt[:, 1:], cfg.label_smoothing, cfg.pad_id)
+        # as scripts/train.py does it: bf16 autocast on the forward pass, the loss and the weights in fp32
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=prec == "bf16"):
+            logits = model(src, tgt[:, :-1])
+        loss, _ = core.label_smoothed_loss(logits, tgt[:, 1:], cfg.label_smoothing, cfg.pad_id)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         sync(device)
         return time.perf_counter() - t0, time.process_time() - c0, int((tgt[:, 1:] != 0).sum())
 
-    for name in models:                                      # warm-up (allocator, Adam state)
-        step(name, batches[0])
-    rates = {name: [] for name in models}                    # target tokens per second of wall time
-    cpu_rates = {name: [] for name in models}                # ... per second of this process's CPU time
+    for run in runs:                                         # warm-up (allocator, Adam state, autocast)
+        step(run, batches[0])
+    rates = {run: [] for run in runs}                        # target tokens per second of wall time
+    cpu_rates = {run: [] for run in runs}                    # ... per second of this process's CPU time
     for r in range(repeats):
-        order = list(models) if r % 2 == 0 else list(models)[::-1]      # interleaved, alternating order
-        for name in order:
-            dt, dc, n = step(name, batches[r % 2])
-            rates[name].append(n / dt)
-            cpu_rates[name].append(n / dc)
+        for run in (runs if r % 2 == 0 else runs[::-1]):     # interleaved, alternating order
+            dt, dc, n = step(run, batches[r % 2])
+            rates[run].append(n / dt)
+            cpu_rates[run].append(n / dc)
     med = {k: statistics.median(v) for k, v in rates.items()}
     cmed = {k: statistics.median(v) for k, v in cpu_rates.items()}
-    print(f"(a) training step, preset small (N=6, d_model=256, d_ff=1024, h=8), vocab 8000, "
+    print(f"(a) training step, preset small (N=6, d_model=256, d_ff=1024, h=8, post-norm), vocab 8000, "
           f"batch {B} x {L} tokens (~{n_tgt} target tokens), {repeats} interleaved repeats")
-    for k in models:
-        print(f"    {k:15s} {med[k]:9.0f} target tokens/s  (median; range {min(rates[k]):.0f}-{max(rates[k]):.0f};"
-              f" {n_params[k] / 1e6:.2f} M parameters)")
-    print(f"    ratio ours / nn.Transformer: {med['ours'] / med['nn.Transformer']:.3f}  (target >= 0.95)")
-    if device.type == "cpu":   # on a shared machine wall time also counts other processes' load
-        print(f"    per CPU-second: ours {cmed['ours']:.0f}, nn.Transformer {cmed['nn.Transformer']:.0f} "
-              f"target tokens; ratio {cmed['ours'] / cmed['nn.Transformer']:.3f}")
+    print(f"    {'model':15s} {'precision':9s} {'tokens/s':>9s}  {'range':>11s}  {'per CPU-s':>9s}  parameters")
+    for run in runs:
+        name, prec = run
+        print(f"    {name:15s} {prec:9s} {med[run]:9.0f}  {min(rates[run]):5.0f}-{max(rates[run]):<5.0f}  "
+              f"{cmed[run]:9.0f}  {n_params[name] / 1e6:.2f} M")
+    for prec in precisions(device):
+        ours, ref = ("ours", prec), ("nn.Transformer", prec)
+        print(f"    {prec}: ours / nn.Transformer {med[ours] / med[ref]:.3f} (wall), {cmed[ours] / cmed[ref]:.3f} "
+              f"(CPU time; target >= 1.2)")
+    if len(precisions(device)) > 1:
+        print(f"    ours bf16 / ours fp32: {med[('ours', 'bf16')] / med[('ours', 'fp32')]:.3f} (wall), "
+              f"{cmed[('ours', 'bf16')] / cmed[('ours', 'fp32')]:.3f} (CPU time)")
+
 
 # --- (b), (c): attend and translate -----------------------------------------------------------
 

@@ -82,7 +82,7 @@ def main(argv=None) -> dict:
     p.add_argument("--run", required=True, help="a run folder written by scripts/train.py")
     p.add_argument("--data", help="the prepared data (default: the folder run.json names)")
     p.add_argument("--peak-tflops", type=float, help="peak of ONE device, e.g. 989 for H100/H200 bf16 dense "
-                                                     "(default: a matmul measured here, fp32 on CPU, bf16 on CUDA)")
+                                                     "(default: a matmul measured here in the run's precision)")
     p.add_argument("--batches", type=int, default=20, help="sample batches to count FLOPs on")
     p.add_argument("--skip", type=int, default=20, help="first log steps left out (warm-up, compilation)")
     p.add_argument("--since-step", type=int, default=0, help="only log steps after this one (e.g. one session)")
@@ -112,9 +112,12 @@ def main(argv=None) -> dict:
         if on_cuda and not torch.cuda.is_available():
             sys.exit("the run was on CUDA but this machine has no GPU: pass --peak-tflops")
         torch.set_num_threads(targs.get("threads") or torch.get_num_threads())
-        peak = measured_matmul_tflops("cuda" if on_cuda else "cpu", torch.bfloat16 if on_cuda else torch.float32)
-        peak_from = "measured matmul here" + ("" if on_cuda else f" (fp32, {torch.get_num_threads()} threads)")
-    out = {"run": str(run), "device": meta.get("device"), "processes": world,
+        # the precision the run computed in (runs from before --precision: bf16 on CUDA, fp32 on a CPU)
+        precision = meta.get("precision") or ("bf16" if on_cuda else "fp32")
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+        peak = measured_matmul_tflops("cuda" if on_cuda else "cpu", dtype)
+        peak_from = "measured matmul here" + ("" if on_cuda else f" ({precision}, {torch.get_num_threads()} threads)")
+    out = {"run": str(run), "device": meta.get("device"), "precision": meta.get("precision"), "processes": world,
            "parameters": meta.get("parameters"), "max_tokens": targs["max_tokens"],
            "gflops_per_target_token": round(per_token / 1e9, 4), "padding_share": round(padding, 3),
            "target_tokens_per_s": round(tok_s, 1), "log_steps": n_steps,

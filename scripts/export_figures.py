@@ -3,8 +3,10 @@
     python scripts/export_figures.py checkpoints/news-small --out figures/news-small --format png svg
 
 Writes figure3.png, figure4_full.png, figure4_its.png, figure5_head*.png, figure{3,4,5}_scores.png
-(every head's score) and heads.json (the chosen layer and heads, every head's score; layers and
-heads counted from 0 there, from 1 in the pictures). Uses the app's builders and core/paper_figures.py,
+(every head's score) and heads.json (the chosen layer and heads, every head's score, and for Figures 3
+and 4 whether any head links the words, in numbers and in words; layers and heads counted from 0
+there, from 1 in the pictures). Figure 4 is scored on 'its' -> 'Law' (the antecedent); the best head's
+share on 'application' (the next word) and its next-word score are printed beside it. Uses the app's builders and core/paper_figures.py,
 so the files match the app's "The paper's figures" page.
 """
 from __future__ import annotations
@@ -19,7 +21,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from app.figures.export import FORMATS, export_problem  # noqa: E402
-from app.figures.paper import figure_set, score_grid_figure  # noqa: E402
+from app.figures.paper import describe_link, figure_set, score_grid_figure  # noqa: E402
+from app.figures.style import install  # noqa: E402
+
+install()              # the app's readable text sizes in every figure built here (a Plotly template)
 from core import CheckpointError, load_checkpoint  # noqa: E402
 from core import paper_figures as pf  # noqa: E402
 
@@ -36,7 +41,7 @@ def build(model, label: str, words: bool = True, numbers=(3, 4, 5)) -> tuple[dic
         figures[f"figure{number}_scores"] = score_grid_figure(
             found.scores, title=f"{label}: Figure {number} score of every head", chosen=(found.layer, found.heads))
         summary["figures"][str(number)] = {**found.to_dict(), "translation": result.tgt,
-                                           "src_tokens": result.src_tokens}
+                                           "src_tokens": result.src_tokens, "verdict": describe_link(found)}
     return figures, summary
 
 
@@ -80,8 +85,12 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "heads.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
     for number, f in summary["figures"].items():
+        best = f["scores"][0]
         print(f"Figure {number}: layer {f['layer'] + 1}, heads {[h + 1 for h in f['heads']]} "
-              f"(best score {f['scores'][0]['score']:.2f}, even attention {f['chance']:.2f})")
+              f"(best score {best['score']:.2f}, even attention {f['chance']:.2f}"
+              + (f"; 'application' {best['→ application']:.2f}, next word {best['next word']:.2f}" if number == "4" else "")
+              + ("" if f["linked"] is None else f"; a link from {f['threshold']:.2f}: {'yes' if f['linked'] else 'no'}")
+              + ")")
     print(f"wrote {out / 'heads.json'}")
     if args.no_images:
         return 0

@@ -24,7 +24,7 @@ import torch.distributed as dist
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import Tokenizer, Transformer, label_smoothed_loss, make_optimizer, preset  # noqa: E402
 from core.data import collate, token_batches  # noqa: E402
-from scripts.train_state import load_state  # noqa: E402
+from scripts.train_state import load_state, read_info  # noqa: E402
 from scripts import train_utils as U  # noqa: E402
 
 
@@ -55,6 +55,13 @@ def parse_args(argv=None):
     p.add_argument("--bleu-sentences", type=int, default=200, help="dev sentences decoded for BLEU (0: none)")
     p.add_argument("--probe-every", type=int, default=0, help="steps between attention snapshots (0: never)")
     p.add_argument("--resume", action="store_true", help="continue from RUN/state.safetensors")
+    p.add_argument("--init-from", metavar="CHECKPOINT",
+                   help="warm-start a new run from a checkpoint folder's weights (fresh optimiser; "
+                        "step count, schedule and log carry on)")
+    p.add_argument("--rewarm", type=int, default=200,
+                   help="with --init-from: steps of linear learning-rate re-warm-up")
+    p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
+                   help="auto: bf16 autocast on CUDA and on CPUs with native bf16, else fp32")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
@@ -90,13 +97,23 @@ def main(argv=None):
         print(f"{len(pairs)} training pairs ({skipped} longer than {args.max_len} tokens left out); "
               f"{sum(t for _, t in lengths)} target tokens an epoch; {world} process(es) on {device}", flush=True)
 
-    model = Transformer(cfg).to(device)
-    opt, sched = make_optimizer(model, cfg.d_model, args.warmup, args.lr_scale, fused=device.type == "cuda")
+    model = Transformer(cfg)
     info = {"step": 0, "epoch": 0, "pos": 0, "elapsed_s": 0.0, "tokens": 0, "best_bleu": None}
     state_path = run / "state.safetensors"
+    if args.resume and not state_path.exists():
+        sys.exit(f"--resume: no resume state at {state_path}; start without --resume")
     if args.resume:
-        if not state_path.exists():
-            sys.exit(f"--resume: no resume state at {state_path}; start without --resume")
+        info = read_info(state_path)      # the schedule's warm-start offset, before the optimiser is made
+    elif args.init_from:
+        info = U.warm_start(args.init_from, model, run, args.rewarm)
+        if main_proc:
+            print(f"warm start from {args.init_from} at step {info['step']}: fresh optimiser, "
+                  f"{args.rewarm} steps of re-warm-up", flush=True)
+    model = model.to(device)
+    init = info.get("init") or {}
+    opt, sched = make_optimizer(model, cfg.d_model, args.warmup, args.lr_scale, fused=device.type == "cuda",
+                                start_step=init.get("step", 0), rewarm=init.get("rewarm", 0))
+    if args.resume:
         info = load_state(state_path, model, opt, sched)
         if main_proc:
             print(f"resumed at step {info['step']} (epoch {info['epoch']}, batch {info['pos']})", flush=True)
@@ -107,11 +124,15 @@ def main(argv=None):
     if world > 1:
         train_model = torch.nn.parallel.DistributedDataParallel(
             train_model, device_ids=[device.index] if device.type == "cuda" else None)
-    amp = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else U.nullcontext()
+    args.precision_used, why = U.pick_precision(args.precision, device)
+    amp = U.autocast(args.precision_used, device)
+    if main_proc:
+        print(f"precision: {args.precision_used} ({why})", flush=True)
     probes = U.Probes(args, tokenizer, model) if (args.probe_every and main_proc and args.out) else None
     log = U.JsonlLog(run / "train_log.jsonl", info["step"]) if main_proc else None
     if main_proc:
         U.write_json(run / "run.json", {"args": vars(args), "config": json.loads(cfg.to_json()), "world": world,
+                                         "precision": args.precision_used,
                                          "device": U.hardware(device), "parameters": n_params})
 
     n_micro = world * args.accum
@@ -120,7 +141,9 @@ def main(argv=None):
     bar = U.progress(args, info["step"], main_proc)
     t_start, last_save, step_tokens_t = time.time() - info["elapsed_s"], time.time(), time.time()
     model.train()
-    while not U.finished(args, info, len(epoch_batches), time.time() - t_start, world):
+    stop = U.StopSignal()
+    info.pop("stopped_by_signal", None)             # a resumed run that was stopped by a signal goes on
+    while not U.finished(args, info, len(epoch_batches), time.time() - t_start, world, stop.requested):
         if info["pos"] + n_micro > len(epoch_batches):        # the rest does not fill an update: next epoch
             info["epoch"], info["pos"] = info["epoch"] + 1, 0
             epoch_batches = token_batches(lengths, args.max_tokens, seed=args.seed + info["epoch"])
@@ -173,6 +196,9 @@ def main(argv=None):
                 U.save_all(run, model, opt, sched, info, args.keep)
                 last_save = now
         model.train()
+    stop.close()
+    if stop.requested:
+        info["stopped_by_signal"] = True
     if main_proc:
         bar.close()
         info["elapsed_s"] = time.time() - t_start

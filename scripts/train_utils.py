@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import json
 import platform
+import signal
 import time
 from pathlib import Path
 
@@ -15,8 +16,10 @@ from safetensors.torch import load_file, save as st_save
 from tqdm import tqdm
 
 from core import TransformerConfig, TranslationModel, clean_text, label_smoothed_loss, save_checkpoint
+from core import emergence
 from core.checkpoint import atomic_write, unique_state_dict
 from core.data import collate, encode_pairs, read_parallel, token_batches
+from core.pronouns import load_pronoun_set, pronoun_accuracy
 
 nullcontext = contextlib.nullcontext
 PROBE_LINES = [8, 1053, 1]   # newstest2013 lines (1-based): the paper's Figure 3 and Figures 4-5 sentences, a short one
@@ -59,14 +62,88 @@ def hardware(device) -> str:
     return f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} threads"
 
 
+def cpu_has_bf16() -> bool:
+    """True when this CPU does bf16 matrix work natively (x86 AVX512_BF16 or AMX; read from /proc/cpuinfo)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:          # not Linux: stay with fp32
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def pick_precision(choice: str, device) -> tuple[str, str]:
+    """(precision, why) for --precision auto|fp32|bf16 on this device."""
+    if choice != "auto":
+        return choice, "asked for"
+    if device.type == "cuda":
+        return "bf16", "auto: a CUDA GPU"
+    if cpu_has_bf16():
+        return "bf16", "auto: this CPU has AVX512_BF16/AMX"
+    return "fp32", "auto: this CPU has no native bf16"
+
+
+def autocast(precision: str, device):
+    """Mixed precision for the forward pass: bf16 matmuls, fp32 master weights, optimiser and loss."""
+    if precision == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return nullcontext()
+
+
+def warm_start(folder, model, run: Path, rewarm: int) -> dict:
+    """Load a shipped checkpoint's weights into `model` and return the info dict of a run that continues it.
+
+    The optimiser is fresh (the checkpoint has no Adam moments): the step count, tokens and wall time
+    carry on from its card, the schedule continues from its step after `rewarm` steps of re-warm-up,
+    and its training log seeds the run's, so curves stay whole.
+    """
+    from core import load_model
+    folder = Path(folder)
+    src = load_model(folder)
+    if src.cfg != model.cfg:
+        diff = {k: (v, getattr(model.cfg, k)) for k, v in vars(src.cfg).items() if getattr(model.cfg, k) != v}
+        raise SystemExit(f"--init-from {folder}: its config differs from this run's (checkpoint, run): {diff}; "
+                         "use the same --preset and --set options")
+    model.load_state_dict(src.state_dict())
+    card = json.loads((folder / "card.json").read_text()) if (folder / "card.json").exists() else {}
+    tr = card.get("training", {})
+    step = int(tr.get("steps", 0))
+    if (folder / "train_log.jsonl").exists() and not (run / "train_log.jsonl").exists():
+        atomic_write(run / "train_log.jsonl", (folder / "train_log.jsonl").read_bytes())
+    return {"step": step, "epoch": int(tr.get("epochs", 0)) + 1, "pos": 0,   # a new shuffle, not the one it was in
+            "elapsed_s": float(tr.get("wall_time_s", 0.0)), "tokens": int(tr.get("target_tokens", 0)),
+            "best_bleu": None,
+            "init": {"from": str(folder), "step": step, "rewarm": rewarm, "optimizer": "fresh Adam"}}
+
+
 def progress(args, start_step, main_proc):
     return tqdm(total=args.max_steps or None, initial=start_step, disable=args.no_progress or not main_proc,
                 unit="step", dynamic_ncols=True, mininterval=2.0)
 
 
-def finished(args, info, n_batches, elapsed, world=1) -> bool:
-    """Stop at --max-steps, --epochs, --max-minutes or --patience, whichever comes first (all processes agree)."""
-    stop = stop_reason(args, info, info["epoch"] + info["pos"] / max(n_batches, 1), elapsed) is not None
+class StopSignal:
+    """SIGTERM or Ctrl-C asks a run to stop: it ends after the current step, then validates, saves and
+    exports as at any other end, so killing a run loses nothing (a second Ctrl-C stops it at once)."""
+
+    def __init__(self):
+        self.requested = False
+        self.previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def close(self):
+        """Give the signals back to whoever had them (train.main also runs inside tests)."""
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum, frame):
+        if self.requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.requested = True
+        print(f"{signal.Signals(signum).name}: stopping after this step (saving and exporting first)", flush=True)
+
+
+def finished(args, info, n_batches, elapsed, world=1, requested: bool = False) -> bool:
+    """Stop at --max-steps, --epochs, --max-minutes or --patience, whichever comes first, or when a stop
+    was requested (all processes agree)."""
+    stop = requested or stop_reason(args, info, info["epoch"] + info["pos"] / max(n_batches, 1), elapsed) is not None
     if world > 1:
         flag = torch.tensor([int(stop)], device="cuda" if dist.get_backend() == "nccl" else "cpu")   # NCCL: GPU only
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
@@ -75,9 +152,11 @@ def finished(args, info, n_batches, elapsed, world=1) -> bool:
 
 
 def stop_reason(args, info, epochs: float, elapsed: float) -> str | None:
-    """The limit that ends the run ("patience", "max_steps", "epochs" or "max_minutes"), or None to go on."""
+    """The limit that ends the run ("patience", "max_steps", "epochs", "max_minutes" or "signal"), or None."""
     # getattr: average_checkpoints re-exports runs whose older run.json lacks some of these options
     max_steps, max_epochs, max_minutes = (getattr(args, k, None) for k in ("max_steps", "epochs", "max_minutes"))
+    if info.get("stopped_by_signal"):
+        return "signal"
     if plateaued(info, getattr(args, "patience", 0)):
         return "patience"
     if max_steps and info["step"] >= max_steps:
@@ -123,6 +202,7 @@ class Validation:
     Also the dev NLL when every target is paired with the next sentence's source: a model that
     uses its source does much worse then; one whose encoder collapsed (all sources look alike)
     scores the same, and `source_gain` (the difference, nats per token) shows it long before BLEU.
+    And the contrastive pronoun accuracy (core.pronouns: does 'its' become sein- or ihr- as it should?).
     """
 
     def __init__(self, args, tokenizer, cfg, device):
@@ -135,6 +215,7 @@ class Validation:
         bleu = [(s, t) for s, t in zip(src[: args.bleu_sentences], tgt) if clean_text(s)]   # valid may keep empty lines
         self.bleu_src, self.bleu_ref = [s for s, _ in bleu], [t for _, t in bleu]
         self.tokenizer, self.cfg, self.device = tokenizer, cfg, device
+        self.pronoun_items = load_pronoun_set()
 
     def _losses(self, model, pairs, batches):
         """(label-smoothed loss, NLL) per target token over the given pairs."""
@@ -158,6 +239,8 @@ class Validation:
             hyps = TranslationModel(model, self.tokenizer).translate(self.bleu_src, beam=1)
             out["bleu"] = round(sacrebleu.corpus_bleu(hyps, [self.bleu_ref]).score, 2)
             out["bleu_sentences"] = len(self.bleu_src)
+        # teacher-forced, batched: cheap next to BLEU's decoding ({"accuracy", "feminine", "masc_neut"})
+        out["pronouns"] = pronoun_accuracy(TranslationModel(model, self.tokenizer), self.pronoun_items)
         return out
 
 
@@ -190,6 +273,8 @@ class Probes:
         src, tgt = read_parallel(args.data, "valid")
         lines = [n for n in PROBE_LINES if n <= len(src)] or [1]
         self.sentences = [(n, src[n - 1], tgt[n - 1]) for n in lines]
+        # the paper's Figure 3-5 sentences when the dev lines lack them (translated greedily: no reference)
+        self.sentences += emergence.paper_probes(s for _, s, _ in self.sentences)
         self.folder = Path(args.out) / "snapshots"
         self.folder.mkdir(parents=True, exist_ok=True)
         self.tokenizer, self.model = tokenizer, model
@@ -203,11 +288,13 @@ class Probes:
                 arrays[f"{i}_{kind}"] = getattr(r, kind).astype(np.float16)
             meta.append({"line": line, "src": r.src, "tgt": r.tgt, "src_tokens": r.src_tokens,
                          "tgt_tokens": r.tgt_tokens, "out_tokens": r.out_tokens})
+        pronoun_arrays, pronouns = emergence.record_pronouns(tm)   # the pronoun rows of core/probes/anaphora_en
+        arrays.update(pronoun_arrays)
         tmp = self.folder / f".step_{step:07d}.npz.tmp"
         with open(tmp, "wb") as f:
             np.savez_compressed(f, **arrays)
         tmp.replace(self.folder / f"step_{step:07d}.npz")
-        write_json(self.folder / "probes.json", {"split": "valid", "sentences": meta})
+        write_json(self.folder / "probes.json", {"split": "valid", "sentences": meta, "pronouns": pronouns})
         self.model.train()
 
 
@@ -248,8 +335,9 @@ def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: in
     card = {}
     if (out / "card.json").exists():
         card = json.loads((out / "card.json").read_text())
-    for split in ("test", "valid"):   # scores of scripts/evaluate.py belong to the weights being replaced
-        card.pop(split, None)
+    # scores of scripts/evaluate.py, evaluate_pronouns.py, ... belong to the weights being replaced
+    for key in ("test", "valid", "pronouns", "alignment"):
+        card.pop(key, None)
     hw = device if isinstance(device, str) else hardware(device)   # a string: the training run's, from run.json
     card.update({
         "name": out.name, "trained_here": True,
@@ -258,6 +346,7 @@ def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: in
                      "target_tokens": info["tokens"], "wall_time_s": round(info["elapsed_s"], 1),
                      "hardware": hw, "processes": world, "max_tokens": args.max_tokens,
                      "accum": args.accum, "warmup": args.warmup, "lr_scale": args.lr_scale, "clip": args.clip,
+                     "precision": getattr(args, "precision_used", None), "warm_start": info.get("init"),
                      "overrides": list(args.set or []),
                      "averaged_saves": [p.name for p in saves]},
         "parameters": n_params,

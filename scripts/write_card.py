@@ -16,7 +16,7 @@ from core.checkpoint import atomic_write  # noqa: E402
 
 # card["stopped_by"] as words ("patience" is said beside the best dev BLEU; older cards say "budget")
 STOPPED_BY = {"max_steps": "its --max-steps limit", "epochs": "its --epochs limit",
-              "max_minutes": "its --max-minutes time limit"}
+              "max_minutes": "its --max-minutes time limit", "signal": "a stop request (SIGTERM or Ctrl-C)"}
 ARCHITECTURE = ("N", "N_dec", "d_model", "d_ff", "h", "dropout", "norm", "activation", "positions", "vocab_size")
 
 
@@ -35,7 +35,12 @@ def card_markdown(card: dict, config: dict | None = None) -> str:
               f"- Batch: {t.get('max_tokens')} padded tokens x {t.get('accum')}; warmup {t.get('warmup')}, "
               f"lr scale {t.get('lr_scale')}" + (f", gradient clipping {t['clip']}" if t.get("clip") else "")
               + (f", overrides {' '.join(t['overrides'])}" if t.get("overrides") else "")
-              + f"; averaged saves: {', '.join(t.get('averaged_saves', []))}", ""]
+              + f"; averaged saves: {', '.join(t.get('averaged_saves', []))}",
+              f"- Precision: {t['precision']} (the last session's; fp32 weights, optimiser and loss)"
+              if t.get("precision") else None,
+              (f"- Warm start: from `{t['warm_start']['from']}` at step {t['warm_start']['step']}, "
+               f"{t['warm_start']['optimizer']}, {t['warm_start']['rewarm']} steps of learning-rate re-warm-up")
+              if t.get("warm_start") else None, ""]
     lines += ["## Scores", ""]
     if card.get("dev_last"):
         d = card["dev_last"]
@@ -56,7 +61,31 @@ def card_markdown(card: dict, config: dict | None = None) -> str:
             lines += [f"- {split} ({e.get('sentences')} sentences, beam {e.get('beam')}, alpha {e.get('alpha')}): "
                       f"BLEU {e.get('bleu')}, chrF {e.get('chrf')}",
                       f"  - `{e.get('bleu_signature')}`", f"  - `{e.get('chrf_signature')}`"]
+    if card.get("pronouns"):
+        p, pct = card["pronouns"], lambda v: "n/a" if v is None else f"{100 * v:.1f}%"
+        lines.append(f"- Pronoun test ({p.get('items')} contrastive items, scripts/evaluate_pronouns.py): "
+                     f"{pct(p.get('accuracy'))} overall, {pct(p.get('feminine'))} with feminine antecedents "
+                     f"(ihr-/sie), {pct(p.get('masc_neut'))} with masculine or neuter ones (sein-/er/es); by distance "
+                     + ", ".join(f"{k} {pct(v)}" for k, v in (p.get("by_distance") or {}).items()))
+    if (card.get("alignment") or {}).get("selected"):
+        lines += alignment_lines(card["alignment"])
     return "\n".join(l for l in lines if l is not None) + "\n"
+
+
+def alignment_lines(a: dict) -> list[str]:
+    """card["alignment"] (scripts/evaluate_alignment.py) as Markdown lines: held-out AER of the chosen head."""
+    pct = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"
+    s, b, d = a["selected"], a["best_layer"], a["diagonal"]
+    out = [f"- Word alignment ({a.get('scored')} of {a.get('pairs')} RWTH de-en gold pairs, {a.get('method')}, "
+           f"lower AER is better; chosen on the first {a['halves']['first']} pairs, AER on the other "
+           f"{a['halves']['second']}): layer {s['layer']}, head {s['head']}, shift '{s['shift']}': AER "
+           f"{pct(s['aer_second_half'])}; best layer average (layer {b['layer']}, '{b['shift']}') "
+           f"{pct(b['aer_second_half'])}; diagonal baseline {pct(d['aer_second_half'])}"]
+    t = a.get("as_tokenized_result")
+    if t:
+        out.append(f"  - fed the gold's tokenised text unchanged: layer {t['selected']['layer']}, head "
+                   f"{t['selected']['head']}, '{t['selected']['shift']}': AER {pct(t['selected']['aer_second_half'])}")
+    return out
 
 
 def main(argv=None):

@@ -98,6 +98,23 @@ def tokenizer(spm_proto) -> core.Tokenizer:
     return core.Tokenizer(spm_proto)
 
 
+def pe_formula(n: int, d: int, layout: str = "interleaved") -> torch.Tensor:
+    """The paper's positional encoding (3.5) written out term by term, independently of core: (n, d) float64.
+
+    sin(pos / 10000^(2i/d)) and cos(...) side by side ("interleaved"),
+    or all sines, then all cosines ("concat").
+    """
+    pe = torch.zeros(n, d, dtype=torch.float64)
+    for pos in range(n):
+        for i in range(d // 2):
+            angle = pos / 10000 ** (2 * i / d)
+            if layout == "interleaved":
+                pe[pos, 2 * i], pe[pos, 2 * i + 1] = math.sin(angle), math.cos(angle)
+            else:
+                pe[pos, i], pe[pos, d // 2 + i] = math.sin(angle), math.cos(angle)
+    return pe
+
+
 def tiny_model(vocab_size: int, seed: int = 0, **overrides) -> core.Transformer:
     torch.manual_seed(seed)
     return core.Transformer(core.preset("tiny", vocab_size=vocab_size, **overrides)).eval()

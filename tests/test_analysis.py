@@ -191,12 +191,11 @@ def test_ablating_no_head_changes_nothing_and_a_whole_layer_changes_the_output(t
     torch.manual_seed(0)
     src, tgt = torch.randint(4, 300, (2, 7)), torch.randint(4, 300, (2, 5))
     normal = model(src, tgt)
-    with model.ablate_heads([]):
-        assert torch.equal(model(src, tgt), normal)
+    assert torch.equal(model(src, tgt, head_mask=model.ablate_heads([])), normal)
     for kind in ("enc_self", "dec_self", "cross"):
-        with model.ablate_heads([(kind, 0, h) for h in range(model.cfg.h)]):
-            assert not torch.allclose(model(src, tgt), normal, atol=1e-4), kind
-    assert torch.equal(model(src, tgt), normal)                            # switched back on afterwards
+        mask = model.ablate_heads([(kind, 0, h) for h in range(model.cfg.h)])
+        assert not torch.allclose(model(src, tgt, head_mask=mask), normal, atol=1e-4), kind
+    assert torch.equal(model(src, tgt), normal)                            # the model itself never changed
     texts = ["the weather is nice today", "two young girls"]
     assert ablation.translate_without(translation_model, texts, ()) == translation_model.translate(texts, beam=1)
 

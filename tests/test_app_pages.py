@@ -12,7 +12,6 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import core
-from app.figures.schedule import key_values, sci
 from core import paper_figures as pf
 
 PAGES = Path(__file__).resolve().parents[1] / "app" / "views"
@@ -89,10 +88,10 @@ def test_lr_schedule_prints_the_papers_values_and_follows_warmup(no_checkpoints)
     assert any("no training log" in i.value for i in at.info)
     at.number_input(key="lr_warmup").set_value(8000).run()
     ok(at)
-    assert [m.value for m in at.metric] == [sci(v) for v in key_values(512, 8000).values()]
-    assert at.metric[1].value != "6.99e-4"
+    # still warming up at steps 1000, 4000, 5000: lrate = 512^-0.5 * step * 8000^-1.5
+    assert [m.value for m in at.metric] == ["6.18e-5", "2.47e-4", "3.09e-4"]
     at.select_slider(key="lr_d_model").set_value(256).run()
-    assert at.metric[0].value == sci(key_values(256, 8000)[1000])
+    assert at.metric[0].value == "8.73e-5"                     # 256^-0.5 * 1000 * 8000^-1.5
 
 
 def test_lr_schedule_shows_what_the_run_logged(with_tiny):
@@ -144,7 +143,10 @@ def test_checkpoint_page_replays_snapshots(with_tiny):
     at = ok(page("checkpoint", with_tiny))
     facts = {m.label: m.value for m in at.metric}
     assert facts["Parameters"] == "0.1 M" and facts["Test BLEU"] == "2.2" and facts["Steps"] == "300"
-    assert len(at.get("vega_lite_chart")) == 5                 # loss, lr, tokens/s, dev BLEU, dev ppl
+    assert len(at.get("vega_lite_chart")) == 7                 # loss, lr, tokens/s, dev BLEU, dev ppl; 2 below
+    # the snapshots hold no paper sentence: the page says so, and scores the final weights (diamonds)
+    said = " ".join(w.value for w in at.warning) + " ".join(c.value for c in at.caption)
+    assert "do not hold the Figure 4 sentence" in said and "final weights only" in said
     assert "86,361 sentence pairs" in at.markdown[0].value
     slider = at.select_slider(key="snap_step")
     assert [int(o) for o in slider.options] == list(STEPS) and int(slider.value) == STEPS[-1]
@@ -160,6 +162,8 @@ def test_paper_figures_page_finds_and_draws_heads(with_tiny):
     at = ok(page("paper_figures", with_tiny))
     assert not at.error
     assert "index 4 (0-based)" in " ".join(c.value for c in at.caption)
+    verdicts = [m.value for m in list(at.warning) + list(at.success)]   # Figures 3 and 4: a link or plainly none
+    assert len(verdicts) == 2 and any("links 'its' to 'Law'" in v and "'application'" in v for v in verdicts)
     layers = [at.selectbox(key=f"pf{n}_layer_{NAME}") for n in (3, 4, 5)]
     assert all(len(s.options) == 6 and s.options[4].startswith("5 (the paper's)") for s in layers)
     heads4 = at.multiselect(key=f"pf4_heads_{NAME}_{layers[1].value}")

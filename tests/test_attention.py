@@ -6,7 +6,7 @@ import torch
 
 import core
 from core.layers import PositionalEncoding
-from conftest import tiny_model
+from conftest import pe_formula, tiny_model
 
 
 def test_scaled_softmax_value():
@@ -79,23 +79,11 @@ def test_fused_path_matches_explicit_path():
 
 # --- positional encoding ---------------------------------------------------------------------
 
-def _pe_formula(n, d, layout):
-    pe = torch.zeros(n, d, dtype=torch.float64)
-    for pos in range(n):
-        for i in range(d // 2):
-            angle = pos / 10000 ** (2 * i / d)
-            if layout == "interleaved":
-                pe[pos, 2 * i], pe[pos, 2 * i + 1] = math.sin(angle), math.cos(angle)
-            else:
-                pe[pos, i], pe[pos, d // 2 + i] = math.sin(angle), math.cos(angle)
-    return pe
-
-
 @pytest.mark.parametrize("layout", ["interleaved", "concat"])
 def test_sinusoidal_table_matches_formula(layout):
     table = core.sinusoidal_table(60, 16, layout).double()
     assert table.shape == (60, 16)
-    assert torch.allclose(table, _pe_formula(60, 16, layout), atol=1e-6)
+    assert torch.allclose(table, pe_formula(60, 16, layout), atol=1e-6)
 
 
 def _rotation(k, d, layout):

@@ -1,4 +1,6 @@
 """The model learns to reverse sequences; greedy and beam search decode it (toy model from conftest)."""
+import math
+
 import pytest
 import torch
 
@@ -89,3 +91,60 @@ def test_length_penalty():
     assert length_penalty(7, 0.6) == pytest.approx(2 ** 0.6)
     assert length_penalty(7, 0.0) == 1.0
 
+
+# --- which finished hypothesis wins ------------------------------------------------------------
+
+BOS, EOS, A, B, C, D = 2, 3, 4, 5, 6, 7     # 8.. are fillers
+
+
+def bigram_table(V: int = 28) -> torch.Tensor:
+    """(V, V) log P(next | previous): <s> A </s> is likelier than <s> B C D </s>, but shorter.
+
+    Fillers (8..V-1) take the probability left over and almost never end, so the only hypotheses
+    that end early are the two candidates.
+    """
+    fillers = slice(8, V)
+    p = torch.full((V, V), 1e-9, dtype=torch.float64)
+    p[BOS, A], p[BOS, B] = math.exp(-2.0), math.exp(-2.1)
+    p[A, EOS] = p[B, C] = p[C, D] = p[D, EOS] = 0.97
+    p[:, fillers] += ((1 - p.sum(1)) / (V - 8))[:, None]
+    return (p / p.sum(1, keepdim=True)).log().float()
+
+
+def bigram_model(logp: torch.Tensor) -> core.Transformer:
+    """A real Transformer whose next-token log-probs are logp[previous token].
+
+    Every sublayer's output projection is zero and the learned positions are zero, so the decoder's
+    output is LayerNorm(sqrt(d_model) * embedding of the last token); with one-hot embeddings these
+    V vectors are linearly independent, and the output projection is solved to map them onto logp.
+    """
+    V = logp.size(0)
+    cfg = core.TransformerConfig(vocab_size=V, N=1, N_dec=1, d_model=V + 4, d_ff=8, h=4, dropout=0.0,
+                                 max_len=32, positions="learned", norm="pre", share_embeddings=False)
+    model = core.Transformer(cfg).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if any(k in name for k in ("w_o.", "ffn.w_2.", "pos.table")):
+                p.zero_()
+        model.tgt_embed.weight.copy_(torch.eye(V, cfg.d_model))
+        src = torch.tensor([[A, EOS]] * V)
+        memory, src_mask, _ = model.encode(src)
+        hidden = model.decode(torch.arange(V)[:, None], memory, src_mask)[0][:, 0]     # (V, d_model)
+        w = torch.linalg.pinv(hidden.double()) @ logp.double()     # (d_model, V); lstsq's default CPU driver
+        model.generator.weight.copy_(w.T.float())
+        steps = model.project(hidden)
+    torch.testing.assert_close(steps.log_softmax(-1), logp, atol=1e-4, rtol=0)       # the model is the table
+    return model
+
+
+def test_length_penalty_changes_the_winner():
+    logp = bigram_table()
+    model = bigram_model(logp)
+    short = float(logp[BOS, A] + logp[A, EOS])                                     # <s> A </s>
+    long = float(logp[BOS, B] + logp[B, C] + logp[C, D] + logp[D, EOS])            # <s> B C D </s>
+    lp2, lp4 = (7 / 6) ** 0.6, (9 / 6) ** 0.6                   # GNMT's ((5 + |Y|) / 6)^0.6, |Y| counts </s>
+    assert short > long and short / lp2 < long / lp4                        # the case is what we meant
+    src = torch.tensor([[A, EOS], [B, EOS]])
+    assert core.beam_search(model, src, beam=4, alpha=0.6, max_extra=6) == [[B, C, D]] * 2
+    assert core.beam_search(model, src, beam=4, alpha=0.0, max_extra=6) == [[A]] * 2   # no penalty
+    assert core.greedy_search(model, src, max_extra=6) == [[A]] * 2

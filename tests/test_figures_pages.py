@@ -9,6 +9,7 @@ import torch
 
 import core
 from app.figures import paper, positional, schedule, sdpa, training
+from conftest import pe_formula
 from core import paper_figures as pf
 
 
@@ -22,10 +23,14 @@ def z_of(fig, trace=0) -> np.ndarray:
 @pytest.mark.parametrize("layout", ["interleaved", "concat"])
 def test_pe_heatmap_is_the_models_table(layout):
     pe = positional.pe_table(40, 64, layout)
-    expected = core.sinusoidal_table(40, 64, layout).numpy()
-    np.testing.assert_array_equal(pe, expected)
-    np.testing.assert_array_equal(z_of(positional.pe_heatmap(pe)), expected)
-    np.testing.assert_allclose(z_of(positional.dot_heatmap(pe)), expected @ expected.T, rtol=1e-6)
+    expected = pe_formula(40, 64, layout).numpy()
+    np.testing.assert_allclose(pe, expected, atol=1e-6)
+    np.testing.assert_allclose(z_of(positional.pe_heatmap(pe, layout, grouped=False)), expected, atol=1e-6)
+    # grouped (the default): every sine column of the formula, then every cosine column
+    sines = expected[:, 0::2] if layout == "interleaved" else expected[:, :32]
+    cosines = expected[:, 1::2] if layout == "interleaved" else expected[:, 32:]
+    np.testing.assert_allclose(z_of(positional.pe_heatmap(pe, layout)), np.hstack([sines, cosines]), atol=1e-6)
+    np.testing.assert_allclose(z_of(positional.dot_heatmap(pe)), expected @ expected.T, atol=1e-4)
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "concat"])
@@ -50,7 +55,7 @@ def test_default_dims_are_sines_from_fast_to_slow():
     assert positional.dimension_label(3, 8, "interleaved") == "dim 3: cos, i=1"
     assert positional.dimension_label(5, 8, "concat") == "dim 5: cos, i=1"
     fig = positional.waves_figure(positional.pe_table(30, 16, "interleaved"), [0, 5])
-    np.testing.assert_allclose(fig.data[1].y, core.sinusoidal_table(30, 16)[:, 5].numpy())
+    np.testing.assert_allclose(fig.data[1].y, pe_formula(30, 16)[:, 5].numpy(), atol=1e-6)   # cos, i=2
 
 
 # learning-rate schedule

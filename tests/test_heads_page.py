@@ -82,3 +82,15 @@ def test_sweep_draws_one_bar_per_head(checkpoints):
     at.multiselect(key="heads_off").set_value([("enc_self", 0, 0), ("enc_self", 0, 1)]).run()
     at.button(key="heads_measure").click().run()
     assert not at.exception and at.metric[0].label == "BLEU without these heads"
+
+
+def test_head_finder_colours_fit_the_scores_and_its_columns_are_explained(checkpoints):
+    at = page()
+    grid = charts(at)["heads_grid"]["data"][0]
+    assert grid.get("zmin") == 0 and grid.get("zmax") is None      # 0 to the largest score, not a fixed 1
+    top = float(np.nanmax(np.asarray(grid["z"], dtype=float)))
+    assert any(f"largest value here, {top:.2f}" in c.value for c in at.caption)
+    table = at.dataframe[0].value
+    assert "previous token" in table.columns and "entropy_norm" not in table.columns and "eos" not in table.columns
+    explained = " ".join(e.value for e in at.markdown)
+    assert "end token \\</s\\>" in explained and "spread evenly over every token" in explained   # escaped Markdown

@@ -1,75 +1,11 @@
-"""The model against torch.nn.Transformer, the label-smoothed loss and head ablation."""
+"""The label-smoothed loss and head ablation (the model against torch.nn.Transformer: test_reference.py)."""
 import math
 
 import pytest
 import torch
-from torch import nn
 
 import core
 from conftest import tiny_model
-
-N, D, H, FF = 2, 32, 4, 64
-
-
-def _reference_from(model: core.Transformer) -> nn.Transformer:
-    """torch.nn.Transformer (post-norm, no final LayerNorm) holding our model's weights."""
-    enc_layer = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, activation="relu", batch_first=True,
-                                           norm_first=False)
-    dec_layer = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, activation="relu", batch_first=True,
-                                           norm_first=False)
-    ref = nn.Transformer(D, H, N, N, FF, dropout=0.0, batch_first=True, norm_first=False,
-                         custom_encoder=nn.TransformerEncoder(enc_layer, N, norm=None, enable_nested_tensor=False),
-                         custom_decoder=nn.TransformerDecoder(dec_layer, N, norm=None)).eval()
-
-    def copy_attn(dst: nn.MultiheadAttention, src: core.MultiHeadAttention):
-        dst.in_proj_weight.copy_(torch.cat([src.w_q.weight, src.w_k.weight, src.w_v.weight]))
-        dst.in_proj_bias.copy_(torch.cat([src.w_q.bias, src.w_k.bias, src.w_v.bias]))
-        dst.out_proj.weight.copy_(src.w_o.weight)
-        dst.out_proj.bias.copy_(src.w_o.bias)
-
-    def copy(dst, src):
-        dst.weight.copy_(src.weight)
-        dst.bias.copy_(src.bias)
-
-    with torch.no_grad():
-        for ours, theirs in zip(model.encoder, ref.encoder.layers):
-            copy_attn(theirs.self_attn, ours.self_attn)
-            copy(theirs.linear1, ours.ffn.w_1), copy(theirs.linear2, ours.ffn.w_2)
-            copy(theirs.norm1, ours.res_attn.norm), copy(theirs.norm2, ours.res_ffn.norm)
-        for ours, theirs in zip(model.decoder, ref.decoder.layers):
-            copy_attn(theirs.self_attn, ours.self_attn)
-            copy_attn(theirs.multihead_attn, ours.cross_attn)
-            copy(theirs.linear1, ours.ffn.w_1), copy(theirs.linear2, ours.ffn.w_2)
-            copy(theirs.norm1, ours.res_self.norm), copy(theirs.norm2, ours.res_cross.norm)
-            copy(theirs.norm3, ours.res_ffn.norm)
-    return ref
-
-
-@pytest.mark.parametrize("src_padding", [False, True])
-def test_matches_torch_nn_transformer(src_padding):
-    model = tiny_model(50, N=N, d_model=D, h=H, d_ff=FF, norm="post", activation="relu", dropout=0.0)
-    # break LayerNorm's default (1, 0) so that a mix-up of norm1/norm2/norm3 would show
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.add_(torch.randn_like(p) * 0.2)
-    ref = _reference_from(model)
-    g = torch.Generator().manual_seed(3)
-    src = torch.randint(4, 50, (3, 9), generator=g)
-    tgt = torch.randint(4, 50, (3, 7), generator=g)
-    if src_padding:
-        src[0, 5:], src[1, 2:] = 0, 0
-    with torch.no_grad():
-        memory, src_mask, _ = model.encode(src)
-        ours = model.decode(tgt, memory, src_mask)[0]
-        src_x = model._embed(src, model.src_embed, model.src_pos)
-        tgt_x = model._embed(tgt, model.tgt_embed, model.tgt_pos)
-        causal = torch.triu(torch.ones(7, 7, dtype=torch.bool), diagonal=1)   # True: may not attend
-        pad = src == 0
-        theirs = ref(src_x, tgt_x, tgt_mask=causal, src_key_padding_mask=pad, memory_key_padding_mask=pad)
-        ref_memory = ref.encoder(src_x, src_key_padding_mask=pad)
-    assert torch.allclose(memory[~pad], ref_memory[~pad], atol=1e-5)
-    assert torch.allclose(ours, theirs, atol=1e-5), (ours - theirs).abs().max()
 
 
 # --- label-smoothed cross entropy ------------------------------------------------------------
@@ -116,29 +52,45 @@ def ablation_case():
         return model, src, tgt, model(src, tgt)
 
 
+def _state(model):
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
 def test_ablating_no_head_is_exact(ablation_case):
     model, src, tgt, base = ablation_case
-    with torch.no_grad(), model.ablate_heads([]):
-        assert torch.equal(model(src, tgt), base)
+    assert model.ablate_heads([]) == {}
+    with torch.no_grad():
+        assert torch.equal(model(src, tgt, head_mask=model.ablate_heads([])), base)
+        assert torch.equal(model(src, tgt, head_mask=None), base)
+
+
+def test_head_mask_has_a_zero_exactly_at_each_switched_off_head(ablation_case):
+    model, *_ = ablation_case
+    mask = model.ablate_heads([("cross", 1, 3), ("enc_self", 0, 2), ("cross", 0, 0)])
+    assert set(mask) == {"cross", "enc_self"}
+    expected_cross = torch.ones(model.cfg.n_dec, model.cfg.h)
+    expected_cross[1, 3] = expected_cross[0, 0] = 0
+    assert torch.equal(mask["cross"], expected_cross)
+    assert mask["enc_self"].sum() == model.cfg.N * model.cfg.h - 1 and mask["enc_self"][0, 2] == 0
 
 
 @pytest.mark.parametrize("kind", ["enc_self", "dec_self", "cross"])
-def test_ablating_a_layer_changes_output_and_restores(kind, ablation_case):
+def test_ablating_a_layer_changes_output_and_never_the_model(kind, ablation_case):
     model, src, tgt, base = ablation_case
+    before = _state(model)
     with torch.no_grad():
-        with model.ablate_heads([(kind, 1, h) for h in range(model.cfg.h)]):
-            ablated = model(src, tgt)
+        ablated = model(src, tgt, head_mask=model.ablate_heads([(kind, 1, h) for h in range(model.cfg.h)]))
         assert not torch.allclose(ablated, base, atol=1e-3)
-        assert all(m.head_mask is None for ms in model.attention_modules().values() for m in ms)
-        assert torch.equal(model(src, tgt), base)
+        assert torch.equal(model(src, tgt), base)                       # the next call is unablated
+    after = _state(model)
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
 
 
 def test_ablating_one_head_equals_zeroing_its_slice_of_w_o(ablation_case):
     model, src, tgt, base = ablation_case
     d_k = model.cfg.d_k
     with torch.no_grad():
-        with model.ablate_heads([("cross", 0, 2)]):
-            ablated = model(src, tgt)
+        ablated = model(src, tgt, head_mask=model.ablate_heads([("cross", 0, 2)]))
         w_o = model.decoder[0].cross_attn.w_o.weight
         saved = w_o.clone()
         w_o[:, 2 * d_k: 3 * d_k] = 0
@@ -148,13 +100,19 @@ def test_ablating_one_head_equals_zeroing_its_slice_of_w_o(ablation_case):
     assert not torch.allclose(ablated, base, atol=1e-4)
 
 
-def test_ablation_restores_after_error(ablation_case):
+@pytest.mark.parametrize("heads", [[("enc_self", 0, 0), ("enc_self", 0, 99)], [("cross", 2, 0)],
+                                   [("encoder", 0, 0)], [("dec_self", -1, 0)], [("dec_self", "1", 0)]])
+def test_a_head_that_does_not_exist_is_named_in_the_error(heads, ablation_case):
+    model, *_ = ablation_case
+    with pytest.raises(ValueError, match="There is no head"):
+        model.ablate_heads(heads)
+
+
+def test_a_head_mask_of_the_wrong_shape_or_kind_is_refused(ablation_case):
     model, src, tgt, base = ablation_case
-    with pytest.raises(ValueError, match="no head"):
-        with model.ablate_heads([("enc_self", 0, 0), ("enc_self", 0, 99)]):
-            pass
-    with pytest.raises(RuntimeError):
-        with model.ablate_heads([("dec_self", 0, 1)]):
-            raise RuntimeError("inside")
     with torch.no_grad():
+        with pytest.raises(ValueError, match="shape"):
+            model(src, tgt, head_mask={"cross": torch.ones(model.cfg.n_dec, model.cfg.h + 1)})
+        with pytest.raises(ValueError, match="keys"):
+            model(src, tgt, head_mask={"decoder": torch.ones(model.cfg.n_dec, model.cfg.h)})
         assert torch.equal(model(src, tgt), base)

@@ -68,14 +68,55 @@ def test_from_word_averages_its_pieces():
 
 def test_figure4_picks_the_layer_with_the_best_pair():
     attn = uniform()
-    its, law, app = pf.locate(TOKENS, "its"), pf.locate(TOKENS, "Law"), pf.locate(TOKENS, "application")
+    its, law = pf.locate(TOKENS, "its"), pf.locate(TOKENS, "Law")
     set_row(attn, 0, 0, its, law, [0.5, 0.5])                 # the single best head is in layer 0...
     set_row(attn, 1, 2, its, law, [0.45, 0.45])               # ...but layer 1 has the best two
-    set_row(attn, 1, 3, its, app, [0.4, 0.4])
+    set_row(attn, 1, 3, its, law, [0.4, 0.4])
     fig = pf.figure4(attn, TOKENS, sentence="The Law will never be perfect, but its application")
     assert fig.layer == 1 and fig.heads == [2, 3] and fig.focus == "its"
-    assert fig.chance == pytest.approx(4 / len(TOKENS))      # 'Law' and 'application': 2 pieces each
-    assert fig.to_dict()["scores"][0]["layer"] == 0
+    assert fig.chance == pytest.approx(2 / len(TOKENS))      # 'Law' alone is scored: 2 pieces of 14
+    assert fig.threshold == pytest.approx(min(10 * 2 / 14, 0.5))
+    assert fig.to_dict()["scores"][0]["layer"] == 0 and fig.to_dict()["linked"] is True
+
+
+def next_word_head(attn, layer, head):
+    """Every piece of every word attends to the first piece of the next word (</s> after the last)."""
+    ids = np.array(pf.word_ids(TOKENS))
+    starts = [int(np.flatnonzero(ids == w)[0]) for w in range(ids.max() + 1)]
+    attn[layer, head] = 0.0
+    for i, w in enumerate(ids):
+        attn[layer, head, i, starts[min(w + 1, ids.max())]] = 1.0
+
+
+def test_antecedent_head_beats_next_word_head_on_figure4():
+    attn = uniform()
+    its, law = pf.locate(TOKENS, "its"), pf.locate(TOKENS, "Law")
+    next_word_head(attn, 1, 0)                                # 'its' -> 'application', and so on everywhere
+    set_row(attn, 2, 3, its, law + [len(TOKENS) - 1], [0.4, 0.4, 0.2])   # 0.8 of 'its' on 'Law'
+    fig = pf.figure4(attn, TOKENS)
+    s = fig.scores.set_index(["layer", "head"])
+    ana, nxt = s.loc[(2, 3)], s.loc[(1, 0)]
+    assert (fig.best.layer, fig.best["head"]) == (2, 3) and fig.best.score == pytest.approx(0.8)
+    # uniform rows elsewhere: the next words' pieces of 14 (Law 2, will, never, be 1, perfect, 2, but 1, its 2)
+    assert ana["→ application"] == pytest.approx(0.0) and ana["next word"] == pytest.approx(10 / 14 / 9)
+    assert nxt.score == 0 and nxt["→ application"] == pytest.approx(1.0)
+    assert nxt["next word"] == pytest.approx(8 / 9)          # 9 words; the last one's next is </s>, not counted
+    assert fig.linked and fig.linking.iloc[0][["layer", "head"]].tolist() == [2, 3]
+    # without the anaphora head, the next-word head does not pass for one
+    attn[2, 3] = 1.0 / len(TOKENS)
+    fig = pf.figure4(attn, TOKENS)
+    assert not fig.linked and fig.to_dict()["linked"] is False
+    assert fig.scores.set_index(["layer", "head"]).loc[(1, 0)].score == 0
+
+
+def test_a_head_where_every_word_looks_at_law_does_not_link():
+    attn = uniform()
+    law = pf.locate(TOKENS, "Law")
+    set_row(attn, 0, 1, range(len(TOKENS)), law, [0.5, 0.5])  # every word: all on 'Law'
+    fig = pf.figure4(attn, TOKENS)
+    assert fig.best.score == pytest.approx(1.0) and fig.best.others == pytest.approx(1.0)
+    assert not fig.linked                                      # not selective: no anaphora
+    assert pf.link_threshold(0.01) == pytest.approx(0.1) and pf.link_threshold(0.2) == 0.5
 
 
 def test_structure_score_prefers_previous_and_next_word_heads():

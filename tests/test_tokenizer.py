@@ -109,3 +109,27 @@ def test_merge_words_decodes_byte_fallback_pieces(tokenizer):
     assert core.merge_words(["▁a", "<", "0x", "41", ">"]) == ["a<0x41>"]   # typed text stays text
     assert core.merge_words(["▁x", "<0xE4>"]) == ["x\ufffd"]             # a cut character
     assert core.merge_words(["▁", "<0xC3>", "<0xA4>", "b", "▁c"]) == ["äb", "c"]
+
+
+def test_piece_byte_reads_both_cases_of_hex_and_nothing_else():
+    from core.tokenizer import piece_byte
+    assert piece_byte("<0x39>") == 0x39 and piece_byte("<0xc3>") == piece_byte("<0xC3>") == 0xC3
+    assert [piece_byte(p) for p in ("<0xZZ>", "<0x9>", "▁<0x39>", "<s>", "9", "<0x39")] == [None] * 6
+
+
+def test_display_pieces_shows_the_characters_byte_pieces_stand_for(tokenizer):
+    from core.tokenizer import display_pieces
+    assert display_pieces(["▁Jahr", "▁20", "<0x39>", "</s>"]) == ["▁Jahr", "▁20", "9", "</s>"]
+    # a character of several bytes: each piece says which byte of it it is, so rows stay one per piece
+    assert display_pieces(["▁", "<0xc3>", "<0xA4>", "b"]) == ["▁", "ä 1/2", "ä 2/2", "b"]
+    # no whole printable character: the raw names stay (a cut character, a control byte)
+    assert display_pieces(["<0xE4>", "x", "<0x0A>"]) == ["<0xE4>", "x", "<0x0A>"]
+    pieces = tokenizer.pieces(tokenizer.encode("ok 😀"))
+    shown = display_pieces(pieces)
+    assert len(shown) == len(pieces) and not any(s.startswith("<0x") for s in shown)
+    assert [s for s in shown if s.startswith("😀")] == [f"😀 {k}/4" for k in (1, 2, 3, 4)]
+
+
+def test_punctuation_byte_pieces_count_in_either_case():
+    from core.analysis import is_punctuation
+    assert is_punctuation("<0x2E>") and is_punctuation("<0x2e>") and not is_punctuation("<0x41>")

@@ -162,6 +162,9 @@ def test_training_lowers_the_loss_and_exports(trained):
     valid = [json.loads(l) for l in (run / "train_log.jsonl").read_text().splitlines() if '"valid"' in l]
     assert [v["step"] for v in valid] == [75, 150] and all("bleu" in v for v in valid)
     assert valid[-1]["source_gain"] > 0.5, valid                       # it reads its source: wrong sources cost
+    for v in valid:                                                      # the contrastive pronoun test, every time
+        assert set(v["pronouns"]) == {"accuracy", "feminine", "masc_neut"}
+        assert all(0.0 <= x <= 1.0 for x in v["pronouns"].values())
     tm = load_checkpoint(out)                                            # the export is a loadable checkpoint
     saves = sorted(p.name for p in (run / "saves").glob("step_*.safetensors"))
     assert tm.card["training"]["steps"] == 150 and tm.card["training"]["averaged_saves"] == saves
@@ -282,14 +285,15 @@ def test_average_checkpoints_is_the_elementwise_mean(trained, tmp_path):
         torch.testing.assert_close(got[k], expected[k], atol=1e-7, rtol=0)
     out = tmp_path / "avg"
     out.mkdir()
-    (out / "card.json").write_text(json.dumps({"test": {"bleu": 99.0}, "note": "kept"}))   # stale score of old weights
+    (out / "card.json").write_text(json.dumps({"test": {"bleu": 99.0}, "pronouns": {"accuracy": 1.0},
+                                               "alignment": {"aer": 0.1}, "note": "kept"}))   # stale scores of old weights
     assert average_checkpoints.main([str(run), str(out), "--last", "2"]) == 0
     state = unique_state_dict(load_model(out))
     for k in expected:                                                   # exported in fp16
         torch.testing.assert_close(state[k], expected[k].half().float(), atol=0, rtol=0, msg=k)
     card = json.loads((out / "card.json").read_text())
     assert card["training"]["averaged_saves"] == [a_path.name, b_path.name] and card["training"]["steps"] == 150
-    assert card["note"] == "kept" and "test" not in card
+    assert card["note"] == "kept" and not {"test", "pronouns", "alignment"} & set(card)
     with pytest.raises(SystemExit, match="not a training run"):
         average_checkpoints.main([str(tmp_path / "empty"), str(out)])
 
@@ -393,3 +397,30 @@ def test_bench_mfu_counts_the_papers_matmuls_and_reads_the_log(trained, capsys):
     assert json.loads(capsys.readouterr().out)["mfu"] == out["mfu"]
     with pytest.raises(SystemExit, match="no run.json"):
         bench_mfu.main(["--run", str(run.parent / "nowhere")])
+
+
+def test_snapshots_hold_the_pronoun_probes_and_the_papers_sentences(trained, corpus):
+    """Probes also records the paper's two sentences (absent from this dev set) and the pronoun rows of
+    core/probes/anaphora_en.jsonl; those of step 150 are the step-150 weights' attention, recomputed here."""
+    import numpy as np
+    from core import Transformer, TranslationModel, emergence
+    from core.tokenizer import word_ids
+    run, out = trained
+    probes = json.loads((out / "snapshots" / "probes.json").read_text())
+    assert [s["line"] for s in probes["sentences"]][-2:] == [None, None]   # the paper's (this vocabulary mangles them)
+    pronouns = probes["pronouns"]
+    assert pronouns and all(emergence.lines_up(p["text"], p["src_tokens"]) for p in pronouns)
+    _, cfg = read_run(run)
+    model = Transformer(cfg)
+    model.load_state_dict(load_file(str(run / "saves" / "step_0000150.safetensors")), strict=False)
+    tm = TranslationModel(model.eval(), Tokenizer.from_folder(corpus[1]))
+    p = pronouns[0]
+    r = tm.attend(p["text"])
+    rows = [i for i, w in enumerate(word_ids(r.src_tokens)) if w == p["pronoun_index"]]
+    with np.load(out / "snapshots" / "step_0000150.npz") as npz:
+        assert len([k for k in npz.files if k.startswith("pronoun_")]) == len(pronouns)
+        np.testing.assert_allclose(npz["pronoun_0"], r.enc_self[:, :, rows], atol=2e-3)
+    table, unreadable = emergence.snapshot_scores(probes, [(75, out / "snapshots" / "step_0000075.npz"),
+                                                           (150, out / "snapshots" / "step_0000150.npz")])
+    assert unreadable == [] and table.step.tolist() == [75, 150]
+    assert table.pronoun_sentences.tolist() == [len(pronouns)] * 2 and table.hit_best.between(0, 1).all()

@@ -12,7 +12,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from core.tokenizer import merge_attention, merge_words, word_ids
+from app.figures.style import fit_title
+from core.tokenizer import display_pieces, merge_attention, merge_words, word_ids
 
 SPECIALS = ("<s>", "</s>", "<pad>")
 COLORSCALE = "Blues"                       # white at 0: a weight of zero is invisible, as it should be
@@ -27,8 +28,8 @@ def safe(text: str) -> str:
 
 
 def tick_labels(tokens: list[str]) -> list[str]:
-    """Escaped labels, one per position."""
-    return [safe(t) for t in tokens]
+    """Escaped labels, one per position; byte-fallback pieces ("<0x39>") as the characters they stand for."""
+    return [safe(t) for t in display_pieces(tokens)]
 
 
 @dataclass
@@ -72,6 +73,11 @@ def _label_font(n: int) -> int:
     return 13 if n <= 25 else 11 if n <= 45 else 10
 
 
+def _top(attn: np.ndarray, zmax: float | None) -> float:
+    """The top of the colour scale: zmax, or (None) the largest weight of this map."""
+    return float(zmax) if zmax else max(float(attn.max(initial=0.0)), 1e-6)
+
+
 def heatmap_figure(attn: np.ndarray, rows: list[str], cols: list[str], title: str = "",
                    zmax: float | None = None, row_title: str = "attending (query)",
                    col_title: str = "attended (key)") -> go.Figure:
@@ -87,7 +93,7 @@ def heatmap_figure(attn: np.ndarray, rows: list[str], cols: list[str], title: st
     ys, xs = [f"{t} ({i + 1})" for i, t in enumerate(rl)], [f"{t} ({j + 1})" for j, t in enumerate(cl)]
     fig = go.Figure(go.Heatmap(
         z=attn, x=xs, y=ys, colorscale=COLORSCALE,
-        zmin=0.0, zmax=float(zmax) if zmax else max(float(attn.max(initial=0.0)), 1e-6),
+        zmin=0.0, zmax=_top(attn, zmax),
         colorbar=dict(title="weight", thickness=12),
         hovertemplate="%{y} → %{x}<br>weight %{z:.3f}<extra></extra>"))
     cell = max(14, min(28, 700 // max(R, C, 1)))      # pixels per row: never too thin to read a label
@@ -102,6 +108,22 @@ def heatmap_figure(attn: np.ndarray, rows: list[str], cols: list[str], title: st
                      tickfont=dict(size=_label_font(R)), title=dict(text=row_title, standoff=12), automargin=True,
                      showgrid=False)
     return fig
+
+
+def heatmap_from_frame(frame: dict, attn: np.ndarray, title: str = "", zmax: float | None = None) -> go.Figure:
+    """Another head's heatmap from `frame`, the dict of a (styled) heatmap_figure with the same rows, columns
+    and colour mode: only the map, the top of the colour scale and the title change.
+
+    Building and validating a Plotly figure costs tens of milliseconds, and a head switch repeats it for the
+    same labels and axes (issue 13); here the frame was validated once, so the copy skips validation (Plotly's
+    `_validate=False`) and costs about a millisecond. The result equals heatmap_figure(attn, ..., title, zmax)
+    given the same styling (tests/test_head_switch.py). The frame is shared, never changed: the changed parts
+    are new dicts.
+    """
+    attn = np.asarray(attn, dtype=np.float32)
+    trace = {**frame["data"][0], "z": attn, "zmax": _top(attn, zmax)}
+    layout = {**frame["layout"], "title": {**frame["layout"]["title"], "text": safe(title)}}
+    return go.Figure({"data": [trace], "layout": layout}, _validate=False)
 
 
 def model_view_figure(maps: np.ndarray, rows: list[str], cols: list[str], title: str = "",
@@ -179,6 +201,7 @@ def head_view_figure(tokens_left: list[str], tokens_right: list[str], attn: np.n
     heads = list(range(H)) if heads is None else [int(k) for k in heads]
     colors = colors or head_colors(H)
     rows_mode = layout == "rows"
+    labels_left, labels_right = tick_labels(tokens_left), tick_labels(tokens_right)      # escaped, bytes shown
 
     def pos(side: int, i):                   # side 0: query copy, 1: key copy -> (x, y) in plot units
         i = np.asarray(i, dtype=np.float32)           # float32: half the bytes sent to the browser
@@ -213,22 +236,22 @@ def head_view_figure(tokens_left: list[str], tokens_right: list[str], attn: np.n
     # the two copies of the sentence, with the strongest links of each shown head on hover
     left_hover = []
     for i in range(T):
-        parts = [f"{safe(tokens_left[i])} ({i})"]
+        parts = [f"{labels_left[i]} ({i})"]
         for k in heads:
             top = np.argsort(-attn[k, i])[:2]
-            parts.append(f"head {k + 1}: " + ", ".join(f"{safe(tokens_right[j])} {attn[k, i, j]:.2f}" for j in top))
+            parts.append(f"head {k + 1}: " + ", ".join(f"{labels_right[j]} {attn[k, i, j]:.2f}" for j in top))
         left_hover.append("<br>".join(parts))
     notes = []
-    for side, toks, hover in [(0, tokens_left, left_hover), (1, tokens_right, None)]:
+    for side, toks, hover in [(0, labels_left, left_hover), (1, labels_right, None)]:
         px, py = pos(side, np.arange(len(toks)))
-        text = [f"<b>{safe(t)}</b>" if side == 0 and i == focus else safe(t) for i, t in enumerate(toks)]
+        text = [f"<b>{t}</b>" if side == 0 and i == focus else t for i, t in enumerate(toks)]
         ink = ["crimson" if side == 0 and i == focus else "#222" for i in range(len(toks))]
         size = _label_font(max(T, S)) + 1
         fig.add_trace(go.Scatter(
             x=px, y=py, mode="markers" if rows_mode else "markers+text",
             text=text, textposition="middle left" if side == 0 else "middle right", textfont=dict(size=size, color=ink),
             marker=dict(size=6, color=["crimson" if c == "crimson" else "#888" for c in ink]), showlegend=False,
-            hovertext=hover or [f"{safe(t)} ({i})" for i, t in enumerate(toks)], hoverinfo="text",
+            hovertext=hover or [f"{t} ({i})" for i, t in enumerate(toks)], hoverinfo="text",
             meta=dict(tokens=side)))
         if rows_mode:                           # the paper writes the words vertically, above and below
             # set all at once below: fig.add_annotation in a loop copies the list each time (seconds per figure)
@@ -247,8 +270,12 @@ def head_view_figure(tokens_left: list[str], tokens_right: list[str], attn: np.n
         fig.update_xaxes(range=[-0.9, 1.9], visible=False)
         fig.update_yaxes(range=[-n + 0.5, 0.8], visible=False)
         height, width = max(300, n * 22 + 110), 760
-    fig.update_layout(meta=dict(hidden_lines=hidden),
-                      title=dict(text=safe(title), x=0.0), height=height, width=width, plot_bgcolor="white",
-                      margin=dict(l=10, r=10, t=50, b=10), hovermode="closest",
-                      legend=dict(title="heads (click to hide)", itemsizing="constant"))
+    # the title wraps to the figure's width (an exported file has no page around it to spill into); the
+    # legend says only "heads": how to use it is the page's business, not a printed figure's
+    title = fit_title(safe(title), width - 130)              # the legend takes ~130 px on the right
+    more = title.count("<br>")                               # extra title lines
+    fig.update_layout(meta=dict(hidden_lines=hidden), title=dict(text=title, x=0.0, xanchor="left", xref="container"),
+                      height=height + 20 * more, width=width, plot_bgcolor="white",
+                      margin=dict(l=10, r=10, t=50 + 22 * more, b=10), hovermode="closest",
+                      legend=dict(title="heads", itemsizing="constant"))
     return fig

@@ -5,14 +5,12 @@ Token axes use positions with token text as tick labels, so that a word seen twi
 """
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-FONT = dict(family="sans-serif", size=12)
+from app.figures.attention import tick_labels
 
 
 def head_grid(grid: np.ndarray, title: str, label: str, zmin=None, zmax=None,
@@ -26,18 +24,13 @@ def head_grid(grid: np.ndarray, title: str, label: str, zmin=None, zmax=None,
         colorbar=dict(title=label), hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed", automargin=True)
     fig.update_xaxes(automargin=True)
-    fig.update_layout(title=title, font=FONT, height=150 + 42 * L, margin=dict(l=70, r=10, t=60, b=40))
+    fig.update_layout(title=title, height=150 + 42 * L, margin=dict(l=70, r=10, t=60, b=40))
     return fig
-
-
-def _safe(tokens):
-    """Escaped labels: Plotly reads "<s>" and "</s>" as markup and would hide them."""
-    return [html.escape(str(t), quote=False) for t in tokens]
 
 
 def _token_heatmap(z, rows, cols, colorscale="Blues", zmin=0.0, zmax=None, zmid=None, showscale=True):
     """One attention map as a heatmap trace: rows are queries (top to bottom), columns are keys."""
-    rows, cols = _safe(rows), _safe(cols)
+    rows, cols = tick_labels(rows), tick_labels(cols)   # escaped, bytes shown
     Tq, Tk = len(rows), len(cols)
     hover = [[f"{rows[i]} → {cols[j]}" for j in range(Tk)] for i in range(Tq)]
     return go.Heatmap(z=z, x=list(range(Tk)), y=list(range(Tq)), colorscale=colorscale, zmin=zmin, zmax=zmax,
@@ -46,14 +39,14 @@ def _token_heatmap(z, rows, cols, colorscale="Blues", zmin=0.0, zmax=None, zmid=
 
 
 def _token_axes(fig, rows, cols, n_panels):
-    rows, cols = _safe(rows), _safe(cols)
+    rows, cols = tick_labels(rows), tick_labels(cols)   # escaped, bytes shown
     for k in range(1, n_panels + 1):
         fig.update_xaxes(tickvals=list(range(len(cols))), ticktext=cols, tickangle=-60, automargin=True,
                          row=1, col=k)
         fig.update_yaxes(tickvals=list(range(len(rows))), ticktext=rows, autorange="reversed", automargin=True,
                          row=1, col=k, showticklabels=k == 1)
     size = max(len(rows), 6)
-    fig.update_layout(font=FONT, height=min(300 + 18 * size, 1200), margin=dict(l=80, r=10, t=80, b=80))
+    fig.update_layout(height=min(300 + 18 * size, 1200), margin=dict(l=80, r=10, t=80, b=80))
 
 
 def maps_side_by_side(left: np.ndarray, right: np.ndarray, rows: list[str], cols: list[str],
@@ -92,7 +85,7 @@ def sweep_bars(sweep: pd.DataFrame, title: str) -> go.Figure:
                            text=[f"{d:+.1f}" for d in delta], textposition="outside",
                            hovertemplate="%{x}: BLEU %{y:+.2f}<extra></extra>"))
     base = float(sweep["base_bleu"].iloc[0]) if len(sweep) else 0.0
-    fig.update_layout(title=title, font=FONT, height=400, margin=dict(l=70, r=10, t=60, b=50),
+    fig.update_layout(title=title, height=400, margin=dict(l=70, r=10, t=60, b=50),
                       yaxis_title=f"BLEU change (all heads on: {base:.1f})", xaxis_title="head switched off")
     fig.add_hline(y=0, line_color="black", line_width=1)
     return fig

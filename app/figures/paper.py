@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from app.figures.attention import head_view_figure, safe
+from core import paper_figures as pf
 from core.paper_figures import locate, locate_words
 from core.tokenizer import merge_attention, merge_words, word_ids
 
@@ -40,8 +41,9 @@ def figure_set(number: int, tokens: list[str], enc_self: np.ndarray, layer: int,
                words: bool = True, label: str = "") -> dict[str, go.Figure]:
     """The pictures of paper Figure 3, 4 or 5 for one layer and chosen heads, by file name.
 
-    3: the attentions of 'making', all chosen heads. 4: full attentions of the first head, then those of
-    'its' for all chosen heads. 5: full attentions of each chosen head. label: prefixed to every title.
+    3: the attentions of 'making', the chosen heads (best first: the page starts with one). 4: full
+    attentions of the first head, then those of 'its' for all chosen heads. 5: full attentions of each
+    chosen head. label: prefixed to every title. Titles stay short: a file has no page to explain it.
     """
     heads = [int(h) for h in heads]
     if not heads:
@@ -50,13 +52,21 @@ def figure_set(number: int, tokens: list[str], enc_self: np.ndarray, layer: int,
     draw = lambda hs, focus, title: paper_figure(tokens, enc_self, layer, hs, focus, words, pre + title)
     names = " and ".join(f"head {h + 1}" for h in heads)
     if number == 3:
-        return {"figure3": draw(heads, "making", f"Figure 3, {L}: the attentions of 'making', {names}")}
+        return {"figure3": draw(heads, "making", f"Figure 3, {L}: 'making', {heads_phrase(heads)}")}
     if number == 4:
         return {"figure4_full": draw(heads[:1], None, f"Figure 4, {L}: full attentions of head {heads[0] + 1}"),
                 "figure4_its": draw(heads, "its", f"Figure 4, {L}: only the attentions of 'its', {names}")}
     if number == 5:
         return {f"figure5_head{h + 1}": draw([h], None, f"Figure 5, {L}, head {h + 1}") for h in heads}
     raise ValueError(f"the paper's attention figures are 3, 4 and 5, not {number}")
+
+
+def heads_phrase(heads: list[int]) -> str:
+    """'head 3' or 'heads 3, 1 and 7' (1-based, in the given order)."""
+    shown = [str(h + 1) for h in heads]
+    if len(shown) == 1:
+        return f"head {shown[0]}"
+    return f"heads {', '.join(shown[:-1])} and {shown[-1]}"
 
 
 def score_grid_figure(table: pd.DataFrame, value: str = "score", title: str = "",
@@ -80,6 +90,37 @@ def score_grid_figure(table: pd.DataFrame, value: str = "score", title: str = ""
                       width=max(380, 60 * len(heads) + 160), margin=dict(l=70, r=10, t=50, b=50),
                       plot_bgcolor="white")
     return fig
+
+
+LINKS = {3: ("making", "more difficult"), 4: ("its", "Law")}   # the words a figure's score links
+
+
+def describe_link(found) -> str:
+    """In plain words: does any head link Figure 3's or 4's words (core.paper_figures' threshold), and which?
+
+    For Figure 4 the best head's share on 'application' and its next-word score are given beside it,
+    so that a next-word head cannot pass for an anaphora head. "" for Figure 5 (no threshold).
+    """
+    if found.threshold is None or found.figure not in LINKS:
+        return ""
+    src, dst = LINKS[found.figure]
+    rule = (f"a link needs at least {found.threshold:.2f} ({pf.LINK_FACTOR:g}x the {found.chance:.2f} of a head "
+            f"that spreads its attention evenly, at most {pf.LINK_CAP:g}) and {pf.LINK_SELECTIVE:g}x what the "
+            f"sentence's other words give '{dst}'")
+    say = lambda r: f"layer {int(r.layer) + 1}, head {int(r['head']) + 1}"
+    if found.linked:
+        r = found.linking.iloc[0]
+        text = (f"**{say(r)} links '{src}' to '{dst}'**: it puts {r.score:.2f} of the attention of '{src}' on "
+                f"'{dst}' (the other words give it {r.others:.2f}; {rule}).")
+    else:
+        r = found.best
+        text = (f"**No head of this model links '{src}' to '{dst}'.** The most any head puts of '{src}' on "
+                f"'{dst}' is {r.score:.2f} ({say(r)}; the other words give it {r.others:.2f}); {rule}.")
+    if found.figure == 4:
+        text += (f" The same head puts {r['→ application']:.2f} of 'its' on 'application', the next word, and "
+                 f"gives on average {r['next word']:.2f} of a word's attention to the word after it "
+                 f"(a next-word head scores near 1 there and is no anaphora head).")
+    return text
 
 
 def display_table(table: pd.DataFrame) -> pd.DataFrame:

@@ -38,13 +38,35 @@ def waves_figure(pe: np.ndarray, dims: list[int], layout: str = "interleaved") -
     return fig
 
 
-def pe_heatmap(pe: np.ndarray) -> go.Figure:
-    """The whole table: positions down, dimensions across, -1 blue to +1 red."""
-    fig = go.Figure(go.Heatmap(z=pe, colorscale="RdBu", zmin=-1, zmax=1, reversescale=True,
+def display_order(d_model: int, layout: str = "interleaved", grouped: bool = True) -> list[int]:
+    """Dimensions in the order the matrix draws them: grouped, every sine (by frequency i) then every cosine."""
+    dims = list(range(d_model))
+    if not grouped or layout != "interleaved":          # the concat layout is grouped already
+        return dims
+    return dims[0::2] + dims[1::2]
+
+
+def pe_heatmap(pe: np.ndarray, layout: str = "interleaved", grouped: bool = True) -> go.Figure:
+    """The whole table: positions down, dimensions across, -1 blue to +1 red.
+
+    grouped: sines on the left, cosines on the right. Drawn as stored in the paper's interleaved layout,
+    neighbouring columns alternate between a sine and a cosine of the same slow wave (near 0 and near
+    1 for every position at high i), which a screen shows as fine stripes that look like a rendering fault.
+    """
+    P, d_model = pe.shape
+    order = display_order(d_model, layout, grouped)
+    names = [dimension_label(d, d_model, layout) for d in order]      # hover names the stored dimension
+    fig = go.Figure(go.Heatmap(z=pe[:, order], x=names, colorscale="RdBu", zmin=-1, zmax=1, reversescale=True,
                                colorbar=dict(title="value", thickness=12),
-                               hovertemplate="position %{y}, dim %{x}<br>%{z:.3f}<extra></extra>"))
-    fig.update_layout(title="The positional encoding matrix", height=420, margin=dict(l=10, r=10, t=50, b=10))
-    fig.update_xaxes(title="dimension")
+                               hovertemplate="position %{y}, %{x}<br>%{z:.3f}<extra></extra>"))
+    grouped_view = grouped or layout == "concat"
+    ticks = ([0, d_model // 4, (d_model + 1) // 2, 3 * d_model // 4] if grouped_view
+             else list(range(0, d_model, max(1, d_model // 8))))
+    fig.update_layout(title="The positional encoding matrix, " + ("sines then cosines" if grouped_view else "as stored"),
+                      height=420, margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_xaxes(type="category", tickmode="array", tickvals=[names[t] for t in ticks],
+                     title="dimension: " + ("every sine (slower to the right), then every cosine" if grouped_view
+                                            else "as stored, sin, cos, sin, cos, …"))
     fig.update_yaxes(title="position", autorange="reversed")
     return fig
 

@@ -51,8 +51,11 @@ def logged_vs_formula_chart(logged: pd.DataFrame, formula: pd.DataFrame, title: 
     return alt.Chart(data).mark_line().encode(
         x=alt.X("step:Q", title="training step"),
         y=alt.Y("lr:Q", title="learning rate", axis=alt.Axis(format=".1e")),
+        # colour and dash share one legend with the same settings: a legend=None on one of two channels of
+        # one field makes Vega warn 'Conflicting legend property "disable"'
         color=alt.Color("source:N", title=None, scale=alt.Scale(domain=names, range=["#1f77b4", "#ff7f0e"]),
                         legend=alt.Legend(orient="bottom")),
-        strokeDash=alt.StrokeDash("source:N", scale=alt.Scale(domain=names, range=[[1, 0], [5, 4]]), legend=None),
+        strokeDash=alt.StrokeDash("source:N", title=None, scale=alt.Scale(domain=names, range=[[1, 0], [5, 4]]),
+                                  legend=alt.Legend(orient="bottom")),
         tooltip=["source:N", alt.Tooltip("step:Q"), alt.Tooltip("lr:Q", format=".3e")],
     ).properties(title=title, height=280)

@@ -12,6 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
+from app.figures.style import fit_title
 from core import scaled_dot_product_attention
 
 SCALED, UNSCALED = "scaled: softmax(q·k / √d_k)", "unscaled: softmax(q·k)"
@@ -38,8 +39,12 @@ def matrix_figure(m: np.ndarray, title: str, rows: list[str], cols: list[str], c
     fig = go.Figure(go.Heatmap(z=m, x=cols, y=rows, colorscale=colorscale, zmin=zmin, zmax=zmax, showscale=False,
                                reversescale=colorscale == "RdBu", text=np.round(m, 2), texttemplate="%{text}",
                                hovertemplate="%{y}, %{x}: %{z:.4f}<extra></extra>"))
-    fig.update_layout(title=dict(text=title, font_size=14), height=90 + 38 * len(rows),
-                      margin=dict(l=10, r=10, t=40, b=10))
+    # the column labels sit on top (like a matrix written on paper), so the title goes above them: pinned
+    # to the top of the figure, wrapped to a quarter of a page, with the top margin grown to hold both
+    title = fit_title(title, 220, size=15)
+    top = 45 + 22 * (title.count("<br>") + 1)
+    fig.update_layout(title=dict(text=title, font_size=15, yref="container", y=1.0, yanchor="top", pad=dict(t=10)),
+                      height=top + 20 + 38 * len(rows), margin=dict(l=10, r=10, t=top, b=10))
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category", side="top")
     return fig
@@ -81,7 +86,7 @@ def collapse_chart(table: pd.DataFrame, measure: str, d_k: int | None = None) ->
     lines = alt.Chart(table).mark_line(point=True).encode(
         x=alt.X("d_k:Q", scale=alt.Scale(type="log", base=2), title="d_k (log scale)"),
         y=alt.Y(f"{measure}:Q", title=measure),
-        color=alt.Color("softmax:N", title=None, legend=alt.Legend(orient="bottom")),
+        color=alt.Color("softmax:N", title=None, legend=alt.Legend(orient="bottom", direction="vertical")),
         tooltip=["softmax:N", "d_k:Q", alt.Tooltip(f"{measure}:Q", format=".3f")])
     if d_k is None:
         return lines.properties(height=300)

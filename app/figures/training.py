@@ -13,6 +13,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core.paper_figures import LINK_FACTOR
+
 SNAPSHOT = re.compile(r"step_(\d+)\.npz$")
 
 
@@ -43,8 +45,11 @@ def thin(df: pd.DataFrame, n: int = 2000) -> pd.DataFrame:
 
 
 def line_chart(df: pd.DataFrame, y: str, title: str, color: str = "#1f77b4", y_title: str | None = None,
-               log_y: bool = False, points: bool = False) -> alt.Chart:
-    """One column of a log against the step, as an Altair line with a tooltip."""
+               log_y: bool = False, points: bool = False, subtitle: str | list[str] = "") -> alt.Chart:
+    """One column of a log against the step, as an Altair line with a tooltip.
+
+    Vega-Lite never wraps a title: keep `title` short and say the rest in `subtitle` (a list: one line each).
+    """
     data = thin(df[["step", y]].dropna())
     scale = alt.Scale(type="log") if log_y else alt.Scale(zero=False)
     mark = alt.Chart(data).mark_line(color=color, point=points)
@@ -52,7 +57,7 @@ def line_chart(df: pd.DataFrame, y: str, title: str, color: str = "#1f77b4", y_t
         x=alt.X("step:Q", title="training step"),
         y=alt.Y(f"{y}:Q", title=y_title or y, scale=scale),
         tooltip=[alt.Tooltip("step:Q"), alt.Tooltip(f"{y}:Q", format=".4g")],
-    ).properties(title=title, height=240)
+    ).properties(title=alt.TitleParams(title, subtitle=subtitle) if subtitle else title, height=240)
 
 
 def training_charts(steps: pd.DataFrame, valids: pd.DataFrame) -> dict[str, alt.Chart]:
@@ -60,23 +65,23 @@ def training_charts(steps: pd.DataFrame, valids: pd.DataFrame) -> dict[str, alt.
     charts = {}
     if not steps.empty:
         if "loss" in steps:
-            charts["loss"] = line_chart(steps, "loss", "Training loss (label-smoothed cross-entropy)")
+            charts["loss"] = line_chart(steps, "loss", "Training loss", subtitle="label-smoothed cross-entropy")
         if "lr" in steps:
             charts["lr"] = line_chart(steps, "lr", "Learning rate", color="#ff7f0e", y_title="learning rate")
         if "tokens_per_s" in steps:
             charts["tokens_per_s"] = line_chart(steps, "tokens_per_s", "Speed", color="#2ca02c",
-                                                y_title="target tokens per second")
+                                                y_title="target tokens / s")
     if not valids.empty:
         if "bleu" in valids and valids["bleu"].notna().any():
-            charts["bleu"] = line_chart(valids, "bleu", "Dev BLEU (greedy, a sample of sentences)",
+            charts["bleu"] = line_chart(valids, "bleu", "Dev BLEU", subtitle="greedy, on a sample of dev sentences",
                                         color="#d62728", y_title="BLEU", points=True)
         if "ppl" in valids:
             charts["ppl"] = line_chart(valids, "ppl", "Dev perplexity", color="#9467bd", y_title="perplexity",
                                        log_y=True, points=True)
         if "source_gain" in valids and valids["source_gain"].notna().any():
             charts["source_gain"] = line_chart(
-                valids, "source_gain", "Source gain: how much worse dev NLL gets with other sentences' sources "
-                "(near 0: the model ignores its source)", color="#8c564b", y_title="nats per token", points=True)
+                valids, "source_gain", "Source gain", color="#8c564b", y_title="nats per token", points=True,
+                subtitle=["how much worse dev NLL gets with other sentences' sources", "near 0: the model ignores its source"])
     return charts
 
 
@@ -146,13 +151,16 @@ def snapshot_steps(folder) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def read_probes(folder) -> list[dict]:
-    """The probe sentences of the snapshots (src, tgt and their tokens), or [] if none were recorded."""
+def read_probes(folder, key: str = "sentences") -> list[dict]:
+    """The probe sentences of the snapshots (src, tgt and their tokens), or [] if none were recorded.
+
+    key "pronouns": the annotated pronoun sentences whose pronoun rows snapshots hold (core.emergence).
+    """
     path = Path(folder) / "snapshots" / "probes.json" if folder else None
     if path is None or not path.exists():
         return []
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("sentences", [])
+        return json.loads(path.read_text(encoding="utf-8")).get(key, [])
     except (json.JSONDecodeError, AttributeError):
         return []
 
@@ -167,3 +175,131 @@ def snapshot_labels(probe: dict, kind: str) -> tuple[list[str], list[str]]:
     """Row and column tokens of a snapshot map, as core.AttendResult defines them."""
     src, tgt, out = probe["src_tokens"], probe["tgt_tokens"], probe["out_tokens"]
     return {"enc_self": (src, src), "dec_self": (out, tgt), "cross": (out, src)}[kind]
+
+
+# ---- when did the heads appear? (core.emergence's table as curves and sentences) ----
+
+HEAD_SERIES = {   # column of core.emergence's table -> (legend, colour, dashed)
+    "fig3_score": ("Figure 3: 'making' → 'more difficult', best head", "#1f77b4", False),
+    "fig3_threshold": ("Figure 3: a link from here", "#1f77b4", True),
+    "fig4_score": ("Figure 4: 'its' → 'Law' (antecedent), best head", "#d62728", False),
+    "fig4_threshold": ("Figure 4: a link from here", "#d62728", True),
+    "fig4_application": ("same head: 'its' → 'application' (next word)", "#ff9896", False),
+    "fig4_next_word": ("same head: next-word score over the sentence", "#7f7f7f", False),
+}
+PRONOUN_SERIES = {
+    "hit_rate": ("hit rate of the best Figure 4 head", "#d62728", False),
+    "hit_best": ("hit rate of the best head on the set", "#9467bd", False),
+    "hit_chance": ("a random pick of a word", "#7f7f7f", True),
+    "accuracy": ("translation: pronoun accuracy (dev log)", "#2ca02c", False),
+    "feminine": ("translation: feminine antecedents", "#98df8a", False),
+    "masc_neut": ("translation: masculine/neuter antecedents", "#bcbd22", False),
+}
+
+
+def pronoun_log(valids: pd.DataFrame) -> pd.DataFrame:
+    """The validations' "pronouns" records as columns step, accuracy, feminine, masc_neut (fractions 0-1)."""
+    if valids is None or valids.empty or "pronouns" not in valids:
+        return pd.DataFrame()
+    rows = []
+    for step, rec in zip(valids["step"], valids["pronouns"]):
+        if isinstance(rec, dict):
+            vals = {k: rec.get(k) for k in ("accuracy", "feminine", "masc_neut") if isinstance(rec.get(k), (int, float))}
+            rows.append({"step": int(step), **{k: v / 100 if v > 1 else v for k, v in vals.items()}})   # % or 0-1
+    return pd.DataFrame(rows)
+
+
+def _head_label(row, prefix: str) -> str:
+    layer, head = row.get(prefix + "layer"), row.get(prefix + "head")
+    return "" if pd.isna(layer) or pd.isna(head) else f"layer {int(layer) + 1}, head {int(head) + 1}"
+
+
+def _long(table: pd.DataFrame, series: dict, source: str) -> pd.DataFrame:
+    """Wide table -> rows (step, series, value, head, source, dashed) for the columns of `series` it has."""
+    heads = {"fig3": "fig3_", "fig4": "fig4_", "hit_rate": "fig4_", "hit_best": "hit_best_"}
+    rows = []
+    for _, r in table.iterrows():
+        for col, (legend, _, dashed) in series.items():
+            if col in r and pd.notna(r[col]):
+                prefix = next((p for k, p in heads.items() if col.startswith(k)), None)
+                rows.append({"step": int(r["step"]), "series": legend, "value": float(r[col]), "source": source,
+                             "dashed": dashed, "head": _head_label(r, prefix) if prefix and not dashed else ""})
+    return pd.DataFrame(rows, columns=["step", "series", "value", "source", "dashed", "head"])
+
+
+def _series_chart(data: pd.DataFrame, series: dict, title: str, y_title: str) -> alt.Chart:
+    """Lines per series over the step (dashed: reference levels), final-weights values as diamonds."""
+    present = [v[0] for v in series.values() if v[0] in set(data.series)]
+    colour = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", columns=2, labelLimit=400),
+                       scale=alt.Scale(domain=present, range=[v[1] for v in series.values() if v[0] in present]))
+    tooltip = [alt.Tooltip("step:Q"), alt.Tooltip("series:N"), alt.Tooltip("value:Q", format=".3f"),
+               alt.Tooltip("head:N"), alt.Tooltip("source:N")]
+    enc = dict(x=alt.X("step:Q", title="training step", scale=alt.Scale(zero=True)),
+               y=alt.Y("value:Q", title=y_title, scale=alt.Scale(domain=[0, 1])), color=colour, tooltip=tooltip)
+    over_time = data[data.source != "final weights"]
+    layers = [alt.Chart(over_time[~over_time.dashed]).mark_line(point=True).encode(**enc),
+              alt.Chart(over_time[over_time.dashed]).mark_line(strokeDash=[6, 4]).encode(**enc),
+              alt.Chart(data[data.source == "final weights"]).mark_point(shape="diamond", size=140, filled=True,
+                                                                           opacity=0.8).encode(**enc)]
+    return alt.layer(*layers).properties(title=title, height=300)
+
+
+def emergence_charts(table: pd.DataFrame | None, final: dict | None = None,
+                     valids: pd.DataFrame | None = None) -> dict[str, alt.Chart]:
+    """"When did the heads appear?": the paper's Figure 3/4 scores, and the pronoun scores, against the step.
+
+    table: core.emergence.snapshot_scores (one row per snapshot); final: core.emergence.model_scores of the
+    checkpoint's weights (diamonds at its step); valids: the log's validations (their "pronouns" record).
+    """
+    parts = {"heads": [], "pronouns": []}
+    if table is not None and not table.empty:
+        parts["heads"].append(_long(table, HEAD_SERIES, "snapshot"))
+        parts["pronouns"].append(_long(table, PRONOUN_SERIES, "snapshot"))
+    if final:
+        one = pd.DataFrame([final])
+        parts["heads"].append(_long(one, {k: v for k, v in HEAD_SERIES.items() if not v[2]}, "final weights"))
+        parts["pronouns"].append(_long(one, {k: v for k, v in PRONOUN_SERIES.items() if k.startswith("hit")},
+                                       "final weights"))
+    log = pronoun_log(valids)
+    if not log.empty:
+        parts["pronouns"].append(_long(log, PRONOUN_SERIES, "dev log"))
+    titles = {"heads": ("The paper's heads over training", "share of the word's attention", HEAD_SERIES),
+              "pronouns": ("Pronouns: does a head point them at their antecedent?", "share of pronoun sentences",
+                           PRONOUN_SERIES)}
+    charts = {}
+    for key, frames in parts.items():
+        data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        if not data.empty:
+            title, y_title, series = titles[key]
+            charts[key] = _series_chart(data, series, title, y_title)
+    return charts
+
+
+def emergence_summary(found: dict | None, number: int, final: dict | None = None) -> str:
+    """core.emergence.appearance in plain words: when the head of Figure 3 or 4 appeared, or that it did not.
+
+    final: core.emergence.model_scores of the checkpoint's weights, said in a sentence of its own.
+    """
+    head, words = {3: ("long-distance head", "'making' to 'more difficult' (Figure 3)"),
+                   4: ("anaphora head", "'its' to 'Law' (Figure 4)")}[number]
+    f = f"fig{number}_"
+    in_final = "" if not final or f + "score" not in final else (
+        f" In the final weights, {'a head links them' if final[f + 'linked'] else 'no head links them'}: the "
+        f"best puts {final[f + 'score']:.2f} there (layer {final[f + 'layer'] + 1}, head {final[f + 'head'] + 1}).")
+    if found is None:
+        return (f"The snapshots do not hold the Figure {number} sentence, so they cannot show when a head "
+                f"linking {words} appeared." + in_final)
+    b = found["best"]
+    at = lambda r: f"layer {r['layer'] + 1}, head {r['head'] + 1}"
+    capped = b["threshold"] < LINK_FACTOR * b["chance"] - 1e-9
+    rule = (f"a link needs {b['threshold']:.2f} "
+            f"({'half of the attention' if capped else f'{LINK_FACTOR:g}x an even spread'}) "
+            f"and twice what the sentence's other words give")
+    if not found["appeared"]:
+        return (f"**No {head} appeared**: in {found['snapshots']} snapshots no head links {words}. The most any "
+                f"head put there was {b['score']:.2f} (step {b['step']:,}, {at(b)}); {rule}." + in_final)
+    first, last = found["first"], found["last"]
+    now = (f"at the last snapshot (step {last['step']:,}) {at(last)} puts {last['score']:.2f} there" if last
+           else "at the last snapshot no head links them")
+    return (f"**A {head} appeared at step {first['step']:,}** ({at(first)}, {first['score']:.2f}): a head links "
+            f"{words} in {found['linked']} of {found['snapshots']} snapshots; {now}; {rule}." + in_final)

@@ -2,12 +2,14 @@
 import json
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
-from app.common import model_or_stop, show_figure
+from app.common import get_emergence, model_or_stop, show_figure
 from app.figures.attention import KINDS, heatmap_figure
-from app.figures.training import (card_facts, describe_model, read_probes, read_snapshot, read_train_log,
-                                  snapshot_labels, snapshot_steps, training_charts)
+from app.figures.training import (card_facts, describe_model, emergence_charts, emergence_summary, read_probes,
+                                  read_snapshot, read_train_log, snapshot_labels, snapshot_steps, training_charts)
+from core.emergence import appearance
 
 st.title("Checkpoint")
 name, model = model_or_stop()
@@ -46,6 +48,30 @@ else:
             with col:
                 show_figure(charts[key], f"{name}_{key}", key=f"ckpt_curve_{key}")
 
+st.header("When did the heads appear?")
+st.write("At every attention snapshot taken during training: the best head for the paper's Figure 3 "
+         "('making' → 'more difficult') and Figure 4 ('its' → 'Law', the noun 'its' refers to), and, on our own "
+         "pronoun sentences (core/probes/anaphora_en.jsonl), how often a head points a pronoun at its antecedent: "
+         "the word it attends to most, itself and </s> aside. Diamonds: this checkpoint's final weights.")
+table, unreadable, final = get_emergence(name)
+if table is None or table.empty:
+    st.info("This checkpoint has no attention snapshots to score over training; only its final weights are scored.")
+else:
+    for number in (3, 4):
+        found = appearance(table, number)
+        (st.success if found and found["appeared"] else st.warning)(emergence_summary(found, number, final))
+    if unreadable:
+        st.caption(f"{len(unreadable)} snapshot file(s) could not be read (cut short?): steps {unreadable}.")
+if "hit_best" in final:
+    before = table is not None and not table.empty and ("hit_best" not in table or table["hit_best"].isna().all())
+    st.caption(("These snapshots were recorded before training saved the pronoun sentences, so the hit rate is "
+                "known for the final weights only: " if before else "The pronoun hit rate of the final weights: ")
+               + (f"{final['hit_rate']:.2f} for the best Figure 4 head, " if "hit_rate" in final else "")
+               + f"{final['hit_best']:.2f} for the best head on the set (layer {final['hit_best_layer'] + 1}, "
+               f"head {final['hit_best_head'] + 1}), against {final['hit_chance']:.2f} for a random pick of a word.")
+for key, chart in emergence_charts(table if table is not None else pd.DataFrame(), final, valids).items():
+    show_figure(chart, f"{name}_emergence_{key}", key=f"ckpt_emergence_{key}")
+
 st.header("Attention while it learned")
 snaps, probes = snapshot_steps(folder), read_probes(folder)
 if not snaps or not probes:
@@ -56,7 +82,8 @@ st.caption(f"{len(snaps)} snapshots of the attention on {len(probes)} dev senten
            "Move the slider to watch a head form.")
 c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
 probe = c1.selectbox("Sentence", range(len(probes)), key="snap_probe",
-                     format_func=lambda i: f"dev line {probes[i].get('line', '?')}: {probes[i]['src'][:70]}")
+                     format_func=lambda i: (f"dev line {probes[i]['line']}" if probes[i].get("line") else
+                                            "the paper's sentence") + f": {probes[i]['src'][:70]}")
 kind = c2.selectbox("Attention", list(KINDS), format_func=KINDS.get, key="snap_kind")
 n_layers = model.cfg.N if kind == "enc_self" else model.cfg.n_dec
 layer = c3.selectbox("Layer", range(n_layers), format_func=lambda l: str(l + 1), key="snap_layer")

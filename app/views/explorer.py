@@ -3,25 +3,16 @@
 The page is thin: the model runs once per (checkpoint, sentence, target, decoding) through
 app.common.get_attention (cached), and the figures come from app.figures.attention.
 """
-import re
-
+import numpy as np
 import streamlit as st
 
-from app.common import get_attention, model_or_stop, show_figure
-from app.figures.attention import KINDS, SHORT, attention_view, head_view_figure, heatmap_figure, model_view_figure
+from app.common import get_attention, model_or_stop, plain, presenter_mode, show_figure
+from app.demo import default_sentence, examples
+from app.figures.attention import (KINDS, SHORT, attention_view, head_view_figure, heatmap_figure, heatmap_from_frame,
+                                   model_view_figure)
+from app.figures.style import readable
+from core.tokenizer import display_pieces
 
-EXAMPLES = {
-    "Figure 3 of the paper (long-distance 'making … more difficult')":
-        "It is in this spirit that a majority of American governments have passed new laws since 2009 "
-        "making the registration or voting process more difficult.",
-    "Figures 4 and 5 of the paper (what does 'its' refer to?)":
-        "The Law will never be perfect, but its application should be just - this is what we are missing, "
-        "in my opinion.",
-    "A picture caption, as in Multi30k": "A man in a blue shirt is standing on a ladder.",
-    "Who is 'it'?": "The animal didn't cross the street because it was too tired.",
-    "Repeated words": "The cat saw the dog, and then the dog saw the cat.",
-    "German word order (verb at the end)": "I could not come yesterday because the train had already left.",
-}
 VIEWS = {"one": "One head", "grid": "All heads (model view)", "lines": "Head view (lines, as in the paper)"}
 ROW_TITLES = {"enc_self": "attending source token", "dec_self": "decoder step (the token it writes)",
               "cross": "decoder step (the token it writes)"}
@@ -29,13 +20,8 @@ COL_TITLES = {"enc_self": "attended source token", "dec_self": "tokens already r
               "cross": "source token"}
 
 
-def plain(text: str) -> str:
-    """Backslash-escape Markdown so that text from the user is shown exactly as typed."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", text)
-
-
-def use_example():
-    st.session_state.src = EXAMPLES[st.session_state.example]
+def use_example(key: str, choices: dict[str, str]):
+    st.session_state.src = choices[st.session_state[key]]
     st.session_state.tgt = ""
 
 
@@ -53,9 +39,13 @@ def open_tile():
 
 name, model = model_or_stop()
 cfg = model.cfg
+EXAMPLES = examples(model.card)                 # sentences like those the checkpoint was trained on
 if "src" not in st.session_state and st.query_params.get("text"):      # a link such as /?text=The+cat+sat.
     st.session_state.src = st.query_params["text"][:5000]
-for key, default in [("src", next(iter(EXAMPLES.values()))), ("tgt", ""), ("beam", 1), ("kind", "enc_self"),
+# The default sentence follows the checkpoint (captions for a caption model), until someone edits it.
+if st.session_state.get("src") in (None, st.session_state.get("src_default")):
+    st.session_state.src = st.session_state.src_default = default_sentence(model.card)
+for key, default in [("tgt", ""), ("beam", 1), ("kind", "enc_self"),
                      ("view", "one"), ("layer", min(4, cfg.N - 1)), ("head", 0), ("words", False),
                      ("specials", True), ("stretch", False), ("hv_layout", "columns")]:
     st.session_state.setdefault(key, default)
@@ -66,8 +56,8 @@ st.caption("Type a sentence: the model translates it, and every attention weight
 
 left, right = st.columns([3, 2])
 with left:
-    st.selectbox("Start from an example", list(EXAMPLES), key="example", on_change=use_example, index=None,
-                 placeholder="Pick an example sentence…")
+    st.selectbox("Start from an example", list(EXAMPLES), key=f"example_{name}", index=None,
+                 on_change=use_example, args=(f"example_{name}", EXAMPLES), placeholder="Pick an example sentence…")
     src = st.text_area("Sentence to translate", key="src", height=100,
                        help="Press Ctrl+Enter or click outside the box to translate.")
 with right:
@@ -136,10 +126,19 @@ where = f"{KINDS[kind]}, layer {layer + 1} of {n_layers}"
 stem = f"{kind}_layer{layer + 1}"
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)
+def heatmap_frame(rows: tuple, cols: tuple, row_title: str, col_title: str, zmax, presenter: bool) -> dict:
+    """A styled one-head heatmap for these labels as a dict, shared by every session: switching the head (or the
+    layer) only swaps in another map and title (heatmap_from_frame), instead of building a figure (issue 13)."""
+    fig = heatmap_figure(np.zeros((len(rows), len(cols)), np.float32), list(rows), list(cols), zmax=zmax,
+                         row_title=row_title, col_title=col_title)
+    return readable(fig, presenter).to_dict()
+
+
 def one_head():
-    fig = heatmap_figure(v.maps[layer, head], v.rows, v.cols, title=f"{where}, head {head + 1} of {cfg.h}",
-                         row_title=ROW_TITLES[kind], col_title=COL_TITLES[kind], zmax=zmax)
-    show_figure(fig, f"{stem}_head{head + 1}", key="one_chart")
+    frame = heatmap_frame(tuple(v.rows), tuple(v.cols), ROW_TITLES[kind], COL_TITLES[kind], zmax, presenter_mode())
+    fig = heatmap_from_frame(frame, v.maps[layer, head], f"{where}, head {head + 1} of {cfg.h}", zmax)
+    show_figure(fig, f"{stem}_head{head + 1}", key="one_chart", styled=True)
 
 
 if view == "one":
@@ -150,15 +149,17 @@ elif view == "grid":
     show_figure(grid, f"{kind}_all_heads", key="grid_chart", on_select=open_tile, selection_mode="points")
     one_head()
 else:
-    st.session_state.hv_heads = [k for k in st.session_state.get("hv_heads", range(cfg.h)) if k < cfg.h]
+    # one head to start with: eight heads' lines at once are a tangle; more are a click away
+    st.session_state.hv_heads = [k for k in st.session_state.get("hv_heads", [head]) if k < cfg.h]
     focus_options = [None] + list(range(len(v.rows)))
+    shown_rows = display_pieces(v.rows)
     if st.session_state.get("hv_focus") not in focus_options:
         st.session_state.hv_focus = None
     c1, c2, c3 = st.columns([3, 2, 1])
     heads = c1.pills("Heads shown (one colour each)", list(range(cfg.h)), key="hv_heads", selection_mode="multi",
-                     format_func=lambda k: f"{k + 1}", help="Click a head to hide or show its lines.")
+                     format_func=lambda k: f"{k + 1}", help="Click a head to show or hide its lines.")
     focus = c2.selectbox("Only the lines of one token", focus_options, key="hv_focus",
-                         format_func=lambda i: "all tokens" if i is None else f"{v.rows[i]}  (position {i + 1})",
+                         format_func=lambda i: "all tokens" if i is None else f"{shown_rows[i]}  (position {i + 1})",
                          help="As in the paper's Figure 4 (bottom), which isolates the word 'its'.")
     hv_layout = c3.radio("Layout", ["columns", "rows"], key="hv_layout",
                          format_func=lambda s: "side by side" if s == "columns" else "top and bottom (paper)")
@@ -168,6 +169,8 @@ else:
         fig = head_view_figure(v.rows, v.cols, v.maps[layer], heads=heads, focus=focus, layout=hv_layout,
                                title=f"{where}: a line's opacity is its weight")
         show_figure(fig, f"{stem}_head_view", key="lines_chart", width="content")
+        st.caption("Each colour is one head; add heads above to compare them, or click a head in the legend to "
+                   "hide its lines for a moment.")
         if fig.layout.meta["hidden_lines"]:
             st.caption(f"Only the strongest lines are drawn: {fig.layout.meta['hidden_lines']:,} fainter ones are "
                        "left out so that the browser stays quick. Pick fewer heads or one token to see them all.")

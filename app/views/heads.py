@@ -5,7 +5,8 @@ in app.figures.heads. Layers and heads are shown from 1; core counts from 0.
 import pandas as pd
 import streamlit as st
 
-from app.common import UNTRAINED, checkpoint_names, get_attention, get_model, model_or_stop, show_figure
+from app.common import UNTRAINED, checkpoint_names, get_attention, get_model, model_or_stop, plain, show_figure
+from app.demo import default_sentence, domain
 from app.figures import heads as figs
 from core import CheckpointError
 from core import ablation, analysis, compare
@@ -14,7 +15,7 @@ from core.tokenizer import merge_attention, merge_words, word_ids
 KIND_NAMES = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention",
               "cross": "encoder-decoder attention"}
 SHORT = {"enc_self": "encoder", "dec_self": "decoder self", "cross": "cross"}
-DEFAULT_SENTENCE = "The Commission presented its report yesterday, but the Council rejected it."
+NEWS_SENTENCE = "The Commission presented its report yesterday, but the Council rejected it."   # has a pronoun
 
 
 @st.cache_data(show_spinner="Scoring every head on the probe sentences…", max_entries=8)
@@ -37,6 +38,29 @@ def comparison(a: str, a_id: int, _ma, b: str, b_id: int, _mb, sentence: str) ->
     return compare.compare_results(*compare.attend_both(_ma, _mb, sentence))
 
 
+# The scores of core.analysis in plain words: a column title, and what a high value means.
+COLUMNS = {"previous": "previous token", "next": "next token", "self": "itself", "punctuation": "punctuation",
+           "eos": "end token </s>", "bos": "start token <s>", "distance": "distance", "anaphora": "pronoun → noun",
+           "entropy": "entropy (bits)", "entropy_norm": "spread (0-1)"}
+PLAIN = {
+    "previous": "The share of each word's attention that goes to the word just before it. Near 1: the head "
+                "always looks one step back.",
+    "next": "The share that goes to the word just after it (the encoder only: the decoder cannot look ahead).",
+    "self": "The share a word keeps on itself.",
+    "punctuation": "The share that goes to commas, full stops and other punctuation.",
+    "eos": "The share that goes to </s>, the token that ends the sentence. Heads with nothing to do often "
+           "park their attention there.",
+    "bos": "The share that goes to <s>, the decoder's start token: the decoder's place to park attention.",
+    "distance": "How far away, in tokens, the words a head looks at are on average. High: a long-distance head.",
+    "anaphora": "The share of a pronoun's attention (it, she, they …) that goes to the noun it stands for, on "
+                "sentences where people marked that noun.",
+    "entropy": "How spread out the attention is, in bits: 0 means one token gets it all, higher means it is "
+               "shared among many.",
+    "entropy_norm": "The entropy divided by the most a row can have, so that short and long sentences compare: "
+                    "0 = all on one token, 1 = spread evenly over every token.",
+}
+
+
 def one_based(df: pd.DataFrame) -> pd.DataFrame:
     """Layers and heads numbered from 1 for people (and in the CSV files)."""
     return df.assign(layer=df["layer"] + 1, head=df["head"] + 1)
@@ -53,6 +77,7 @@ def head_label(h) -> str:
 
 
 name, tm = model_or_stop()
+DEFAULT_SENTENCE = NEWS_SENTENCE if domain(tm.card) == "news" else default_sentence(tm.card)   # the model's domain
 cfg, mid = tm.cfg, id(tm)
 st.title("What heads do")
 st.caption("Each layer has several attention heads. Here they are scored on probe sentences, switched off "
@@ -70,20 +95,25 @@ with finder:
     c1, c2 = st.columns(2)
     kind = c1.selectbox("Attention", ["enc_self", "dec_self"], format_func=KIND_NAMES.get, key="heads_kind")
     scores = [s for s in analysis.SCORES if table.loc[table.attention == kind, s].notna().any()]
-    score = c2.selectbox("Score", scores, format_func=lambda s: f"{s}: {analysis.SCORES[s]}", key="heads_score")
+    score = c2.selectbox("Score", scores, format_func=lambda s: f"{COLUMNS[s]}: {analysis.SCORES[s]}",
+                         key="heads_score")
     grid = analysis.score_grid(table, score, kind)
-    bounded = score not in ("distance", "entropy")
-    show_figure(figs.head_grid(grid, f"{KIND_NAMES[kind]}: {analysis.SCORES[score]}", score,
-                               zmin=0 if bounded else None, zmax=1 if bounded else None),
+    # colours from 0 to the largest score of the grid: shares rarely come near 1, and on a fixed 0-1
+    # scale a grid whose best head scores 0.3 would be all one dark colour
+    show_figure(figs.head_grid(grid, f"{KIND_NAMES[kind]}: {analysis.SCORES[score]}", COLUMNS[score], zmin=0),
                 f"heads_{kind}_{score}", key="heads_grid")
     where = (f"{n.get('anaphora', 0)} annotated pronoun sentences" if score == "anaphora" else
              f"{n.get(kind, 0)} probe sentences" + (" (teacher-forced on our German translations)"
                                                    if kind == "dec_self" else ""))
-    st.caption(f"Mean over {where}. How each score is computed: see the docstring of core/analysis.py.")
-    st.subheader("Heads ranked by " + score)
+    top = float(pd.Series(grid.ravel()).max())
+    st.caption(plain(PLAIN[score]) + f" Each cell is the mean over {where}. The colours run from 0 to the "
+               f"largest value here, {top:.2f}.")
+    st.subheader("Heads ranked by " + plain(COLUMNS[score]))
     ranked = analysis.rank_heads(table, score, kind, top=10)
     others = [s for s in scores if s != score]
-    st.dataframe(one_based(ranked)[["layer", "head", score, *others]], hide_index=True)
+    st.dataframe(one_based(ranked)[["layer", "head", score, *others]].rename(columns=COLUMNS), hide_index=True)
+    with st.expander("What the columns mean"):
+        st.markdown("\n".join(f"- **{plain(COLUMNS[s])}**: {plain(PLAIN[s])}" for s in scores))
     csv_button(table, "Download every head's scores (CSV)", f"head_scores_{name}.csv", "heads_csv")
 
 with ent_tab:

@@ -2,7 +2,8 @@
 import streamlit as st
 
 from app.common import UNTRAINED, get_attention, model_or_stop, show_figure
-from app.figures.paper import display_table, figure_set, score_grid_figure
+from app.demo import DOMAINS, domain
+from app.figures.paper import describe_link, display_table, figure_set, score_grid_figure
 from app.figures.training import describe_model
 from core import paper_figures as pf
 
@@ -18,6 +19,9 @@ st.caption(f"Layers and heads count from 1, as in the paper: its \"layer 5 of 6\
            f"index {pf.PAPER_LAYER} (0-based) in the code and in exported JSON. The paper's model is the base "
            f"Transformer, trained on 4.5 million sentence pairs for 12 hours on 8 GPUs. Ours: "
            f"{describe_model(model.card, cfg)} Expect weaker, blurrier heads.")
+if name != UNTRAINED and domain(model.card) != "news":
+    st.info(f"The paper's sentences are news, and {name} was trained on {DOMAINS[domain(model.card)][0]}: expect "
+            "a poor translation and blurrier heads. A checkpoint trained on news (the sidebar) suits this page.")
 if name == UNTRAINED:
     st.warning("No trained checkpoint is loaded: this model's attention is random, so no head will look "
                "like the paper's. Train one or pick another in the sidebar.")
@@ -53,13 +57,13 @@ def pick(number: int, found, k: int | None):
     return layer, heads
 
 
-def scores(number: int, found, what: str) -> None:
-    """The layer x head grid of scores, the best head in words, and the ranked table."""
+def scores(number: int, found, what: str, drawn: tuple[int, list[int]]) -> None:
+    """The layer x head grid of scores (the drawn heads boxed), the best head in words, and the ranked table."""
     top = found.scores.iloc[0]
     st.write(f"**Best head anywhere: layer {int(top.layer) + 1}, head {int(top['head']) + 1}**, score "
              f"{top.score:.2f}: {what}. A head spreading its attention evenly would score {found.chance:.2f}.")
     show_figure(score_grid_figure(found.scores, title=f"Figure {number} score of every head",
-                                  chosen=(found.layer, found.heads)), f"figure{number}_scores", key=f"pf{number}_grid")
+                                  chosen=drawn), f"figure{number}_scores", key=f"pf{number}_grid")
     with st.expander("Every head's score, ranked"):
         st.dataframe(display_table(found.scores), hide_index=True)
 
@@ -76,14 +80,17 @@ TABS = [  # figure, tab title, the paper's caption and our score, heads picked b
     (3, "Figure 3: long distance",
      "*Paper: \"Many of the attention heads attend to a distant dependency of the verb 'making', "
      "completing the phrase 'making…more difficult'. Attentions here shown only for the word "
-     "'making'.\"* Score: the share of the attention of 'making' that goes to 'more difficult'.",
-     None, "share of the attention of 'making' on 'more difficult'"),
+     "'making'.\"* Score: the share of the attention of 'making' that goes to 'more difficult'. The "
+     "best-scoring head is drawn alone; add heads in the box to compare them, one colour each.",
+     1, "share of the attention of 'making' on 'more difficult'"),
     (4, "Figure 4: anaphora",
      "*Paper: \"Two attention heads, also in layer 5 of 6, apparently involved in anaphora "
      "resolution. Top: Full attentions for head 5. Bottom: Isolated attentions from just the word "
      "'its' for attention heads 5 and 6. Note that the attentions are very sharp for this word.\"* "
-     "Score: the share of the attention of 'its' on 'Law' plus that on 'application'.",
-     2, "share of the attention of 'its' on 'Law' and 'application'"),
+     "Score: the share of the attention of 'its' on 'Law', the word it refers to. The share on "
+     "'application' is shown beside it but not counted: it is simply the next word, which any "
+     "next-word head looks at; so is each head's next-word score over the whole sentence.",
+     2, "share of the attention of 'its' on 'Law'"),
     (5, "Figure 5: structure",
      "*Paper: \"Many of the attention heads exhibit behaviour that seems related to the structure "
      "of the sentence. We give two such examples above, from two different heads from the encoder "
@@ -97,7 +104,9 @@ for tab, (figure, _, caption, n_heads, label) in zip(st.tabs([t[1] for t in TABS
     with tab:
         st.markdown(caption)
         result, found = analyse(figure)
+        if found and describe_link(found):   # Figures 3 and 4: does any head link the words at all?
+            (st.success if found.linked else st.warning)(describe_link(found))
         if found:
             layer, heads = pick(figure, found, n_heads)
             draw(figure, result, layer, heads)
-            scores(figure, found, label)
+            scores(figure, found, label, (layer, heads))

@@ -26,7 +26,16 @@ if dims:
     show_figure(waves_figure(pe, dims, layout), f"pe_waves_{d_model}", key="pe_waves")
 else:
     st.info("Pick at least one dimension to draw its wave.")
-show_figure(pe_heatmap(pe), f"pe_matrix_{d_model}_{n_pos}_{layout}", key="pe_matrix")
+grouped = layout == "concat" or st.radio(
+    "Columns of the matrix", [True, False], key="pe_matrix_grouped", horizontal=True,
+    format_func=lambda g: "sines, then cosines" if g else "as stored (sin, cos, sin, cos, …)",
+    help="The paper interleaves sines and cosines. Drawn that way, neighbouring columns of a slow wave "
+         "alternate between about 0 (sine) and about 1 (cosine), which looks like fine stripes or a glitch.")
+show_figure(pe_heatmap(pe, layout, grouped), f"pe_matrix_{d_model}_{n_pos}_{layout}", key="pe_matrix")
+st.caption("Each row is the vector added at one position. Left columns (small i) change fast from row to row, "
+           "right ones slowly: together they give every position its own pattern."
+           + (" Shown grouped: the model stores them interleaved, sin and cos of each frequency side by side."
+              if grouped and layout == "interleaved" else ""))
 
 st.header("It encodes distances")
 st.write("For any offset k, PE(pos + k) is a rotation of PE(pos) (a fixed linear function of it), so "

@@ -31,9 +31,9 @@ if any(np.isnan(m).any() for m in mats.values()):
     st.stop()
 steps = attention_steps(mats["Q"], mats["K"], mats["V"])
 queries, keys = list(edited["Q"].index), list(edited["K"].index)
-shown = [("scores", "1. Scores Q Kᵀ", keys, "RdBu", True),
-         ("scaled", f"2. Divided by √d_k = {np.sqrt(d_k):.2f}", keys, "RdBu", True),
-         ("weights", "3. Softmax of each row: the weights", keys, "Blues", False),
+shown = [("scores", "1. Scores Q Kᵀ", keys, "RdBu", True),          # short titles: four figures share a row
+         ("scaled", f"2. ÷ √d_k = {np.sqrt(d_k):.2f}", keys, "RdBu", True),
+         ("weights", "3. Softmax: weights", keys, "Blues", False),
          ("output", "4. Output: weights × V", list(edited["V"].columns), "RdBu", True)]
 for col, (key, title, cols, scale, centered) in zip(st.columns(4), shown):
     with col:

@@ -1,0 +1,168 @@
+"""Issue 12's training pieces: the cheap CPU dropout, bf16 autocast (--precision), warm starts from a
+shipped checkpoint (--init-from, --rewarm) and stopping a run by a signal without losing anything."""
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+import torch
+
+import core
+from core.dropout import Dropout, dropout, keep_mask
+from scripts import train
+from scripts import train_utils as U
+from tests.test_training import corpus, run_args, train_log  # noqa: F401  (corpus is a fixture)
+
+# ---------------------------------------------------------------- dropout
+
+
+def test_keep_mask_keeps_1_minus_p_in_every_lane():
+    torch.manual_seed(0)
+    for p in (0.1, 0.3, 0.5):
+        m = keep_mask((300_001,), p)                        # not a multiple of 3: the last word is cut
+        assert m.dtype == torch.bool and m.shape == (300_001,)
+        # 5 standard deviations of a binomial with n = 100,000 (each of the three 16-bit lanes separately)
+        for lane in range(3):
+            share = m[lane::3].float().mean().item()
+            assert share == pytest.approx(1 - p, abs=5 * (p * (1 - p) / 100_000) ** 0.5), (p, lane)
+
+
+def test_dropout_zeroes_scales_and_passes_the_gradient_through_the_kept_elements():
+    torch.manual_seed(1)
+    x = torch.randn(64, 200, requires_grad=True)
+    y = dropout(x, 0.25, training=True)
+    kept = y != 0
+    torch.testing.assert_close(y[kept], x[kept] / 0.75)     # inverted dropout: the kept ones are scaled up
+    assert 0.70 < kept.float().mean().item() < 0.80
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, kept.float() / 0.75)
+    assert dropout(x, 0.25, training=False) is x and dropout(x, 0.0) is x
+    assert dropout(x.detach().bfloat16(), 0.25).dtype == torch.bfloat16
+
+
+def test_dropout_follows_torchs_generator_so_resumed_runs_repeat():
+    d = Dropout(0.1).train()
+    torch.manual_seed(5)
+    a = d(torch.ones(1000))
+    torch.manual_seed(5)
+    assert torch.equal(a, d(torch.ones(1000)))
+    assert not torch.equal(a, d(torch.ones(1000)))
+    assert torch.equal(d.eval()(torch.ones(10)), torch.ones(10))
+
+
+def test_attention_dropout_keeps_the_expected_value_of_the_output():
+    """Training-mode attention with dropout averages to the dropout-free output (E[mask / (1-p)] = 1)."""
+    torch.manual_seed(2)
+    mha = core.MultiHeadAttention(16, 4, dropout=0.3)
+    x = torch.randn(1, 5, 16)
+    clean, _ = mha.eval()(x, x, x)
+    mha.train()
+    mean = torch.stack([mha(x, x, x)[0] for _ in range(3000)]).mean(0)
+    torch.testing.assert_close(mean, clean, atol=0.03, rtol=0)
+
+
+# ---------------------------------------------------------------- schedule of a warm start
+
+
+def test_warm_start_schedule_continues_the_old_one_after_a_linear_ramp():
+    model = torch.nn.Linear(2, 2)
+    opt, sched = core.make_optimizer(model, d_model=256, warmup=600, scale=0.4, start_step=7856, rewarm=200)
+    lrs = []
+    for _ in range(400):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    target = [core.noam_lr(7856 + i + 1, 256, 600, 0.4) for i in range(400)]
+    assert lrs[0] == pytest.approx(target[0] / 200, rel=1e-9)               # step 1 of 200 of the ramp
+    assert lrs[99] == pytest.approx(target[99] / 2, rel=1e-9)
+    assert lrs[199:] == pytest.approx(target[199:], rel=1e-9)               # then exactly the old schedule
+    assert target[0] == pytest.approx(2.82e-4, rel=5e-3)                    # where news-small's run had got to
+
+
+# ---------------------------------------------------------------- train.py
+
+
+def test_pick_precision():
+    cpu = torch.device("cpu")
+    assert U.pick_precision("fp32", cpu) == ("fp32", "asked for")
+    assert U.pick_precision("bf16", cpu)[0] == "bf16"
+    assert U.pick_precision("auto", cpu)[0] == ("bf16" if U.cpu_has_bf16() else "fp32")
+    assert U.pick_precision("auto", torch.device("cuda"))[0] == "bf16"
+
+
+@pytest.fixture(scope="module")
+def parent(corpus, tmp_path_factory):  # noqa: F811
+    """A 40-step fp32 run and its exported checkpoint, to warm-start from."""
+    root = tmp_path_factory.mktemp("parent")
+    train.main(run_args(corpus[1], root / "run", "--out", root / "ckpt", "--max-steps", 40, "--max-tokens", 256,
+                        "--save-every-steps", 20, "--precision", "fp32"))
+    return root / "run", root / "ckpt"
+
+
+def test_bf16_run_records_its_precision_and_learns(corpus, parent, tmp_path):  # noqa: F811
+    run = tmp_path / "run"
+    train.main(run_args(corpus[1], run, "--out", tmp_path / "ckpt", "--max-steps", 40, "--max-tokens", 256,
+                        "--save-every-steps", 20, "--precision", "bf16"))
+    assert json.loads((run / "run.json").read_text())["precision"] == "bf16"
+    assert json.loads((tmp_path / "ckpt" / "card.json").read_text())["training"]["precision"] == "bf16"
+    bf16 = [r["loss"] for _, r in sorted(train_log(run).items())]
+    fp32 = [r["loss"] for _, r in sorted(train_log(parent[0]).items())]
+    assert sum(bf16[-5:]) < sum(bf16[:5]) * 0.8                             # it learns
+    assert sum(bf16[-5:]) == pytest.approx(sum(fp32[-5:]), rel=0.1)         # about as well as fp32 (same seed)
+
+
+def test_init_from_continues_steps_log_and_schedule(corpus, parent, tmp_path):  # noqa: F811
+    _, ckpt = parent
+    run, out = tmp_path / "run", tmp_path / "ckpt"
+    train.main(run_args(corpus[1], run, "--out", out, "--max-steps", 50, "--max-tokens", 256,
+                        "--init-from", ckpt, "--rewarm", 5, "--save-every-steps", 5))
+    log = train_log(run)
+    assert sorted(log) == list(range(1, 51))                                # the parent's 40 steps, then 10 new
+    new = [log[s] for s in range(41, 51)]
+    # --warmup 50 --lr-scale 0.3 from tests/test_training.FAST; d_model 32 (tiny preset)
+    assert new[0]["lr"] == pytest.approx(core.noam_lr(41, 32, 50, 0.3) / 5, rel=1e-6)
+    assert new[-1]["lr"] == pytest.approx(core.noam_lr(50, 32, 50, 0.3), rel=1e-6)
+    # warm, not cold: its first loss is the parent's last, not a random model's
+    assert new[0]["loss"] < log[1]["loss"] * 0.8
+    card = json.loads((out / "card.json").read_text())
+    assert card["training"]["steps"] == 50
+    assert card["training"]["warm_start"] == {"from": str(ckpt), "step": 40, "rewarm": 5, "optimizer": "fresh Adam"}
+
+
+def test_init_from_a_checkpoint_of_another_shape_is_refused(corpus, parent, tmp_path):  # noqa: F811
+    with pytest.raises(SystemExit, match="config differs"):
+        train.main(run_args(corpus[1], tmp_path / "run", "--max-steps", 1, "--init-from", parent[1],
+                            "--set", "d_ff=128"))
+
+
+def test_a_stop_signal_ends_the_run_after_the_step_and_saves_everything(corpus, tmp_path, monkeypatch):  # noqa: F811
+    class StopAfter(U.StopSignal):
+        """The real handler, and a request that arrives when the 7th step begins."""
+        checks = 0
+
+        @property
+        def requested(self):
+            StopAfter.checks += 1
+            return StopAfter.checks > 7 or self._requested
+
+        @requested.setter
+        def requested(self, value):
+            self._requested = value
+
+    monkeypatch.setattr(U, "StopSignal", StopAfter)
+    run, out = tmp_path / "run", tmp_path / "ckpt"
+    train.main(run_args(corpus[1], run, "--out", out, "--max-steps", 100, "--max-tokens", 256))
+    assert max(train_log(run)) == 7
+    assert json.loads((out / "card.json").read_text())["stopped_by"] == "signal"
+    assert (run / "state.safetensors").exists()
+
+
+def test_stop_signal_handler_sets_the_flag_and_gives_the_signal_back():
+    before = signal.getsignal(signal.SIGTERM)
+    stop = U.StopSignal()
+    assert not stop.requested
+    signal.raise_signal(signal.SIGTERM)
+    assert stop.requested
+    stop.close()
+    assert signal.getsignal(signal.SIGTERM) == before
