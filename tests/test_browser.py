@@ -76,13 +76,13 @@ def plot_title(page, n=0) -> str:
 
 
 @contextlib.contextmanager
-def browser_page():
+def browser_page(height: int = 2200):
     """A page of a tall window in Debian's Chromium, with the generous timeout; closed afterwards."""
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 2200})
+            page = browser.new_page(viewport={"width": 1400, "height": height})
             page.set_default_timeout(WAIT_MS)
             yield page
         finally:
@@ -154,28 +154,21 @@ def test_alignment_in_a_real_browser(app_url):
 
 def test_pronoun_page_in_a_real_browser(app_url):
     """'Which pronoun?': the forms' bars and both attention maps, for a set sentence and then a typed one."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 2400})
-            page.set_default_timeout(WAIT_MS)
-            page.goto(app_url + "/pronouns")
-            page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3")
-            assert "Which form comes next" in plot_title(page, 0)
-            assert "while writing 'ihre'" in plot_title(page, 2)              # the set's first sentence: die Bank
+    with browser_page(height=2400) as page:
+        page.goto(app_url + "/pronouns")
+        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3")
+        assert "Which form comes next" in plot_title(page, 0)
+        assert "while writing 'ihre'" in plot_title(page, 2)              # the set's first sentence: die Bank
 
-            page.locator('[data-testid="stSelectbox"]').filter(has_text="Sentence").click()
-            page.get_by_role("option", name="✎ Type your own sentence").click()
-            english = page.get_by_role("textbox", name="English sentence with 'its' (or 'it')")
-            english.fill("The council approved its budget.")
-            english.press("Enter")
-            german = page.get_by_role("textbox", name="German translation (leave empty to use the model's own)")
-            german.fill("Der Rat genehmigte seinen Haushalt.")
-            german.press("Enter")
-            page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text.gtitle')]"
-                                   ".some(t => t.textContent.includes(\"while writing 'seinen'\"))")
-            page.screenshot(path=str(ARTIFACTS / "pronouns.png"), full_page=True)
-            assert page.locator('[data-testid="stException"]').count() == 0
-        finally:
-            browser.close()
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Sentence").click()
+        page.get_by_role("option", name="✎ Type your own sentence").click()
+        english = page.get_by_role("textbox", name="English sentence with 'its' (or 'it')")
+        english.fill("The council approved its budget.")
+        english.press("Enter")
+        german = page.get_by_role("textbox", name="German translation (leave empty to use the model's own)")
+        german.fill("Der Rat genehmigte seinen Haushalt.")
+        german.press("Enter")
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text.gtitle')]"
+                               ".some(t => t.textContent.includes(\"while writing 'seinen'\"))")
+        page.screenshot(path=str(ARTIFACTS / "pronouns.png"), full_page=True)
+        assert page.locator('[data-testid="stException"]').count() == 0
