@@ -38,8 +38,9 @@ def checkpoint_names() -> list[str]:
     return names + [UNTRAINED]
 
 
-def _version(name: str) -> str:
-    """Folder and weights' modification time: a checkpoint rewritten by training is loaded afresh."""
+def checkpoint_version(name: str) -> str:
+    """Folder and weights' modification time: a checkpoint rewritten by training is loaded afresh. A cache of
+    anything computed from a model is keyed on it (with the name), never on id(model)."""
     if name == UNTRAINED:
         return UNTRAINED
     weights = checkpoints_dir() / name / "model.safetensors"
@@ -51,7 +52,7 @@ def _version(name: str) -> str:
 
 def get_model(name: str) -> TranslationModel:
     """The model, loaded once per process (and per version of its weights); raises CheckpointError."""
-    return _load_model(name, _version(name))
+    return _load_model(name, checkpoint_version(name))
 
 
 @st.cache_resource(max_entries=4, show_spinner="Loading the model…")
@@ -66,7 +67,8 @@ def untrained_model() -> TranslationModel:
     from app.fallback_tokenizer import fallback_tokenizer
     tok = fallback_tokenizer()
     cfg = preset("small", vocab_size=len(tok), dropout=0.0)
-    with torch.random.fork_rng():          # the same "untrained model" in every process, without touching the global RNG
+    # the same "untrained model" in every process, without touching the global RNG
+    with torch.random.fork_rng():
         torch.manual_seed(0)
         model = Transformer(cfg)
     return TranslationModel(model, tok, {"name": UNTRAINED, "trained_here": False,
@@ -75,7 +77,7 @@ def untrained_model() -> TranslationModel:
 
 def get_attention(name: str, src: str, tgt: str | None = None, beam: int = 1):
     """AttendResult for (checkpoint, sentence, target, beam): switching layer or head reuses it."""
-    return _attention(name, _version(name), src, tgt, beam)
+    return _attention(name, checkpoint_version(name), src, tgt, beam)
 
 
 @st.cache_data(max_entries=64, show_spinner="Translating and collecting every attention map…")
@@ -95,7 +97,7 @@ def _snapshots_version(name: str) -> str:
 
 def get_emergence(name: str):
     """(core.emergence table of every snapshot, unreadable steps, scores of the final weights), cached per version."""
-    return _emergence(name, _version(name), _snapshots_version(name))
+    return _emergence(name, checkpoint_version(name), _snapshots_version(name))
 
 
 @st.cache_data(max_entries=8, show_spinner="Scoring every attention snapshot of the training run…")
@@ -159,7 +161,7 @@ def sidebar(prefer_domain: str | None = None) -> None:
         elif not card.get("trained_here", True):
             st.info(f"Imported, not trained here: {card.get('source', 'see its card')}.")
         cfg = model.cfg
-        st.caption(f"N={cfg.N} encoder / {cfg.n_dec} decoder layers, h={cfg.h} heads, d_model={cfg.d_model}")
+        st.caption(f"N={cfg.N} encoder / {cfg.N_dec} decoder layers, h={cfg.h} heads, d_model={cfg.d_model}")
         if name != UNTRAINED:
             st.caption(f"Trained on {DOMAINS[domain(card)][0]}: it translates such sentences best.")
         if card.get("test"):

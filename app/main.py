@@ -19,23 +19,30 @@ st.set_page_config(page_title="Attention Explorer", page_icon=":material/search:
 PAGES = Path(__file__).parent / "views"
 # Material icons are drawn from Streamlit's own icon font: emoji need a font that a server or a school
 # computer may lack (they then show as empty boxes).
-PAGE_LIST = [  # file, title, icon; the first is the default page
-    ("explorer.py", "Attention explorer", ":material/search:"),
-    ("paper_figures.py", "The paper's figures", ":material/article:"),
-    ("pronouns.py", "Which pronoun?", ":material/quiz:"),
-    ("heads.py", "What heads do", ":material/psychology:"),
-    ("alignment.py", "Alignment", ":material/compare_arrows:"),
-    ("positional_encoding.py", "Positional encoding", ":material/waves:"),
-    ("lr_schedule.py", "Learning-rate schedule", ":material/trending_down:"),
-    ("scaled_attention.py", "Attention, step by step", ":material/calculate:"),
-    ("checkpoint.py", "Checkpoint", ":material/inventory_2:"),
-]
+SECTIONS = {  # the sidebar's sections: (file, title, icon) of their pages; the first page is the default
+    "Explore a model": [
+        ("explorer.py", "Attention explorer", ":material/search:"),
+        ("heads.py", "What heads do", ":material/psychology:"),
+        ("qk.py", "Queries and keys", ":material/scatter_plot:"),
+        ("alignment.py", "Alignment", ":material/compare_arrows:"),
+        ("pronouns.py", "Which pronoun?", ":material/quiz:"),
+        ("checkpoint.py", "Checkpoint", ":material/inventory_2:"),
+    ],
+    "The paper": [
+        ("paper_figures.py", "The paper's figures", ":material/article:"),
+        ("scaled_attention.py", "Attention, step by step", ":material/calculate:"),
+        ("positional_encoding.py", "Positional encoding", ":material/waves:"),
+        ("lr_schedule.py", "Learning-rate schedule", ":material/trending_down:"),
+    ],
+}
 # Pages whose sentences come from one domain start on a checkpoint trained on it (until one is picked):
 # the paper's figures use news sentences, which a caption model translates badly.
 PAGE_DOMAIN = {"paper_figures.py": "news", "pronouns.py": "news"}
-# A page file not written yet is left out rather than breaking every other page.
-nav = st.navigation([st.Page(PAGES / f, title=t, icon=i, default=n == 0)
-                     for n, (f, t, i) in enumerate(PAGE_LIST) if (PAGES / f).exists()])
+# A page file not written yet is left out rather than breaking every other page (and so is a section left
+# empty). With no page marked default, st.navigation makes the first one the default.
+written = {section: [st.Page(PAGES / f, title=t, icon=i) for f, t, i in pages if (PAGES / f).exists()]
+           for section, pages in SECTIONS.items()}
+nav = st.navigation({section: pages for section, pages in written.items() if pages})
 try:
     sidebar(prefer_domain=next((d for f, d in PAGE_DOMAIN.items() if nav.url_path == Path(f).stem), None))
     nav.run()

@@ -8,5 +8,15 @@ from .model import Transformer, label_smoothed_loss
 from .schedule import make_optimizer, noam_lr
 from .tokenizer import Tokenizer, clean_text, merge_attention, merge_words, word_ids
 from .translator import AttendResult, ScoreResult, TranslationModel
+from .views import KINDS, AttentionView, attention_view
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+__all__ = [
+    "MultiHeadAttention", "scaled_dot_product_attention",
+    "CheckpointError", "load_checkpoint", "load_model", "save_checkpoint",
+    "PRESETS", "TransformerConfig", "preset",
+    "beam_search", "greedy_search", "sinusoidal_table",
+    "Transformer", "label_smoothed_loss", "make_optimizer", "noam_lr",
+    "Tokenizer", "clean_text", "merge_attention", "merge_words", "word_ids",
+    "AttendResult", "ScoreResult", "TranslationModel",
+    "KINDS", "AttentionView", "attention_view",
+]

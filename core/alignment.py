@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from .tokenizer import merge_attention, merge_words, piece_byte, word_ids
+from .views import SPECIALS
 
 SHIFTS = {"produced": "a target word's row is the decoder step that produces (writes) it",
           "read": "a target word's row is the decoder step that reads it as input (Shift-Att)"}
@@ -98,7 +99,7 @@ def read_gold(folder=DEFAULT_GOLD, src_file: str = "src.en", tgt_file: str = "tg
 ATTACH_LEFT = {",", ".", ";", ":", "!", "?", ")", "]", "%"}     # no space before these
 ATTACH_RIGHT = {"(", "["}                                          # no space after these
 QUOTES = {'"', "'"}                                                # opening and closing in turn
-SPECIAL_PIECES = ("<unk>", "<s>", "</s>", "<pad>")
+SPECIAL_PIECES = ("<unk>",) + SPECIALS                            # core.views' specials, and <unk>
 
 
 def detokenize(words: list[str]) -> str:
@@ -262,7 +263,8 @@ def candidates(maps: np.ndarray) -> tuple[list, np.ndarray]:
     and "all" for the all-layer one.
     """
     L, h = maps.shape[:2]
-    labels = [(l + 1, k + 1) for l in range(L) for k in range(h)] + [(l + 1, "mean") for l in range(L)] + [("all", "mean")]
+    labels = ([(layer + 1, k + 1) for layer in range(L) for k in range(h)]
+              + [(layer + 1, "mean") for layer in range(L)] + [("all", "mean")])
     stack = np.concatenate([maps.reshape(L * h, *maps.shape[2:]), maps.mean(1), maps.mean((0, 1))[None]])
     return labels, stack
 
@@ -336,7 +338,8 @@ def report(ev: Evaluation, method: str = "argmax", threshold: float = 0.5) -> di
                              + (f"(first reason: {ev.skipped[0][1]})" if ev.skipped else ""))
     n_first = ev.n_pairs // 2 or 1                                # the selection half: pairs given first
     first = np.array(ev.index) < n_first
-    part = lambda rows, mask: np.asarray(rows)[mask].sum(0) if mask.any() else np.zeros(np.asarray(rows).shape[1:])
+    def part(rows, mask):
+        return np.asarray(rows)[mask].sum(0) if mask.any() else np.zeros(np.asarray(rows).shape[1:])
     everything = np.ones_like(first)
     rows, held_out = [], {}
     for shift in SHIFTS:
@@ -347,15 +350,17 @@ def report(ev: Evaluation, method: str = "argmax", threshold: float = 0.5) -> di
             rows.append(_rounded({"layer": layer, "head": head, "shift": shift, **scores(whole[c]),
                                   "aer_first_half": scores(one[c])["aer"], "aer_second_half": scores(two[c])["aer"]}))
     # the choice sees the first half only; a candidate with nothing to score there comes last
-    pick = lambda kind: min((r for r in rows if kind(r)), key=lambda r: 2.0 if r["aer_first_half"] is None
-                            else r["aer_first_half"])
-    chosen = lambda r: _rounded({**{k: r[k] for k in ("layer", "head", "shift", "aer_first_half")},
-                                 **held_out[r["layer"], r["head"], r["shift"]]})
+    def pick(kind):
+        return min((r for r in rows if kind(r)), key=lambda r: 2.0 if r["aer_first_half"] is None
+                                else r["aer_first_half"])
+    def chosen(r):
+        return _rounded({**{k: r[k] for k in ("layer", "head", "shift", "aer_first_half")},
+                                     **held_out[r["layer"], r["head"], r["shift"]]})
     best = pick(lambda r: r["head"] != "mean")
     layer = pick(lambda r: r["head"] == "mean" and r["layer"] != "all")
     diag = np.asarray(ev.diagonal)
     n_layers = max(r["layer"] for r in rows if r["layer"] != "all")
-    grid = {s: [[r["aer"] for r in rows if r["shift"] == s and r["layer"] == l] for l in range(1, n_layers + 1)]
+    grid = {s: [[r["aer"] for r in rows if r["shift"] == s and r["layer"] == layer] for layer in range(1, n_layers + 1)]
             for s in SHIFTS}
     return {
         "method": method, **({"threshold": threshold} if method == "threshold" else {}),

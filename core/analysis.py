@@ -26,10 +26,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 
-from .data import pad_batch
-from .tokenizer import clean_text, piece_byte, word_ids
+from .tokenizer import piece_byte, word_ids
+from .views import attention_view, to_words
 
 PROBES = Path(__file__).parent / "probes"
 SCORES = {   # name -> what the app says about it
@@ -45,11 +44,11 @@ SCORES = {   # name -> what the app says about it
     "entropy_norm": "entropy divided by its maximum, log2(number of keys): 0 focused … 1 uniform",
 }
 LOW_FIRST = {"entropy", "entropy_norm"}          # for these, the interesting heads are the lowest
-KINDS = {"enc_self": "encoder self-attention", "dec_self": "decoder self-attention"}
 
 
 def load_anaphora(path=None) -> list[dict]:
-    """The annotated pronoun set: dicts with text, pronoun, pronoun_index, antecedent, antecedent_index (word indices)."""
+    """The annotated pronoun set: dicts with text, pronoun, pronoun_index, antecedent, antecedent_index
+    (word indices)."""
     path = Path(path) if path else PROBES / "anaphora_en.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -138,7 +137,8 @@ def sentence_scores(attn: np.ndarray, pieces: list[str], decoder: bool = False) 
     """All positional scores of one sentence: attn (L, h, T, T) -> {score: (L, h)} (NaN where undefined)."""
     fq = 1 if decoder else 0
     punct = np.array([is_punctuation(p) for p in pieces])
-    special = np.array([p == ("<s>" if decoder else "</s>") for p in pieces])
+    # resting keys: the decoder's start token is its first input ("<s>" ours, "<pad>" in Marian models)
+    special = np.arange(len(pieces)) == 0 if decoder else np.array([p == "</s>" for p in pieces])
     nan = np.full(attn.shape[:-2], np.nan)
     return {
         "previous": offset_mass(attn, -1, fq),
@@ -172,40 +172,6 @@ def rollout(attn: np.ndarray) -> np.ndarray:
 
 # ---- the head finder: every head of a model over the probe sets ----
 
-@torch.no_grad()
-def collect_attention(tm, sources: list[str], targets: list | None = None, batch_size: int = 48):
-    """Encoder (and, given targets, decoder self-) attention of many sentences in padded batches.
-
-    Returns a list of (src_pieces, enc (N, h, S, S), tgt_pieces or None, dec (N_dec, h, T, T) or None),
-    float32 numpy, padding cut off. One forward pass per batch (sorted by length to pad little).
-    """
-    cfg, tok = tm.cfg, tm.tokenizer
-    targets = targets or [None] * len(sources)
-    src_ids = [tok.encode(clean_text(s), "src")[: tm.max_source_tokens - 1] + [cfg.eos_id] for s in sources]
-    tgt_ids = [None if t is None else [cfg.bos_id] + tok.encode(clean_text(t), "tgt")[: cfg.max_len - 1]
-               for t in targets]
-    # sentences with a target first, so that batches without one skip the decoder; then by length
-    order = sorted(range(len(sources)), key=lambda i: (tgt_ids[i] is None, len(src_ids[i])))
-    out = [None] * len(sources)
-    for start in range(0, len(order), batch_size):
-        idx = order[start: start + batch_size]
-        src = pad_batch([src_ids[i] for i in idx], cfg.pad_id, tm.device)
-        memory, src_mask, enc = tm.model.encode(src, need_weights=True)
-        dec = None
-        if any(tgt_ids[i] for i in idx):   # no output projection: only the attention is wanted
-            tgt = pad_batch([tgt_ids[i] or [cfg.bos_id] for i in idx], cfg.pad_id, tm.device)
-            dec = torch.stack(tm.model.decode(tgt, memory, src_mask, need_weights=True)[1], 1)
-            dec = dec.float().cpu().numpy()                                          # (B, N_dec, h, T, T)
-        enc = torch.stack(enc, 1).float().cpu().numpy()                               # (B, N, h, S, S)
-        for b, i in enumerate(idx):
-            S, t = len(src_ids[i]), tgt_ids[i]
-            src_pieces = tok.pieces(src_ids[i][:-1], "src") + ["</s>"]
-            tgt_pieces = None if t is None else ["<s>"] + tok.pieces(t[1:], "tgt")
-            dec_attn = None if t is None else dec[b, :, :, : len(t), : len(t)]
-            out[i] = (src_pieces, enc[b, :, :, :S, :S], tgt_pieces, dec_attn)
-    return out
-
-
 def _mean_over_sentences(per_sentence: list[dict]) -> dict:
     """[{score: (L, h)}] -> {score: (L, h)}, ignoring NaN (a score undefined for a sentence)."""
     out = {}
@@ -234,11 +200,18 @@ def head_scores(tm, neutral: list[dict] | None = None, anaphora: list[dict] | No
     """
     neutral = load_neutral() if neutral is None else neutral
     anaphora = load_anaphora() if anaphora is None else anaphora
-    items = collect_attention(tm, [p["en"] for p in neutral] + [a["text"] for a in anaphora],
-                              [p.get("de") for p in neutral] + [None] * len(anaphora), batch_size)
+    sources = [p["en"] for p in neutral] + [a["text"] for a in anaphora]
+    targets = [p.get("de") for p in neutral] + [None] * len(anaphora)
+    forced = [k for k, t in enumerate(targets) if t is not None]       # teacher-forced: decoder maps too
+    rest = [k for k, t in enumerate(targets) if t is None]             # encoder maps only (half the work)
+    results = dict(zip(forced, tm.attend_batch([sources[k] for k in forced], [targets[k] for k in forced],
+                                               batch_size)))
+    results.update(zip(rest, tm.attend_batch([sources[k] for k in rest], batch_size=batch_size, encoder_only=True)))
     enc, dec, ana = [], [], []
     L, h = tm.cfg.N, tm.cfg.h
-    for k, (src_pieces, enc_attn, tgt_pieces, dec_attn) in enumerate(items):
+    for k in range(len(sources)):
+        r = results[k]
+        src_pieces, enc_attn = r.src_tokens, r.enc_self
         scores = sentence_scores(enc_attn, src_pieces)
         scores["anaphora"] = np.full((L, h), np.nan)
         if k >= len(neutral):
@@ -247,9 +220,9 @@ def head_scores(tm, neutral: list[dict] | None = None, anaphora: list[dict] | No
                 scores["anaphora"] = anaphora_mass(enc_attn, src_pieces, a["pronoun_index"], a["antecedent_index"])
                 ana.append(k)
         enc.append(scores)
-        if dec_attn is not None:
-            d = sentence_scores(dec_attn, tgt_pieces, decoder=True)
-            d["anaphora"] = np.full(dec_attn.shape[:2], np.nan)
+        if r.dec_self is not None:
+            d = sentence_scores(r.dec_self, r.tgt_tokens, decoder=True)
+            d["anaphora"] = np.full(r.dec_self.shape[:2], np.nan)
             dec.append(d)
     parts = [_table("enc_self", _mean_over_sentences(enc))]
     if dec:
@@ -273,3 +246,32 @@ def rank_heads(table: pd.DataFrame, score: str, attention: str = "enc_self", top
     ranked = part.sort_values([score, "layer", "head"], ascending=[score in LOW_FIRST, True, True],
                               ignore_index=True)
     return ranked if top is None else ranked.head(top)
+
+
+# ---- maps as the "What heads do" page shows them ----
+
+def head_or_mean(maps: np.ndarray, layer: int, head: int | None = None) -> np.ndarray:
+    """(N, h, R, C) -> (R, C): one head of one layer, or the mean of that layer's heads when head is None."""
+    return maps[layer].mean(0) if head is None else maps[layer, head]
+
+
+def _in_words(maps: np.ndarray, rows: list, cols: list, words: bool):
+    """(maps, rows, cols), merged into words when `words` (core.views.to_words)."""
+    return to_words(maps, rows, cols) if words else (maps, list(rows), list(cols))
+
+
+def rollout_maps(result, layer: int, head: int | None = None, words: bool = False):
+    """Encoder rollout through layers 0..layer beside that layer's raw attention (one head, or the mean of its
+    heads when head is None): ((2, S, S) maps, source tokens), merged into words when `words`."""
+    view = attention_view(result, "enc_self")                               # maps (N, h, S, S)
+    maps = np.stack([rollout(view.maps)[layer], head_or_mean(view.maps, layer, head)])     # (2, S, S)
+    maps, rows, _ = _in_words(maps, view.rows, view.cols, words)
+    return maps, rows
+
+
+def compared_maps(cmp, kind: str, layer: int, head: int | None = None, words: bool = False):
+    """Model A's and model B's map of one kind, layer and head (None: the mean of the heads) of a
+    core.compare.Comparison: ((2, R, C) maps, row labels, column labels); words: merged into words
+    (when the comparison is not word by word already)."""
+    maps = np.stack([head_or_mean(m, layer, head) for m in cmp.maps[kind]])                # (2, R, C)
+    return _in_words(maps, *cmp.labels[kind], words and cmp.level[kind] == "pieces")

@@ -54,7 +54,7 @@ class MultiHeadAttention(nn.Module):
         return [self._split(y) for y in F.linear(x, w, b).chunk(len(linears), dim=-1)]
 
     def forward(self, query, key, value, mask=None, need_weights=False, cache=None, static_kv=False,
-                head_mask=None):
+                head_mask=None, need_vectors=False):
         """query: (B, Tq, d_model); key/value: (B, Tk, d_model); mask: bool (B, 1|h, 1|Tq, Tk).
 
         need_weights: also return the attention probabilities (B, h, Tq, Tk); otherwise use torch's
@@ -62,6 +62,9 @@ class MultiHeadAttention(nn.Module):
         projects the encoder memory once, otherwise new keys/values are appended to the cache.
         head_mask: None, or (h,) factors on each head's output before W^O: 0 switches a head off
         (head ablation). It travels with the call, so a shared model is never changed by it.
+        need_vectors: return (probs, q, k) in place of the probabilities: the per-head queries
+        q (B, h, Tq, d_k) and keys k (B, h, Tk, d_k) after W^Q, W^K and the split into heads, before
+        the 1/sqrt(d_k) scaling, from this very pass (implies need_weights; AttentionViz-style views).
         """
         if cache is not None and static_kv and "k" in cache:            # the memory is projected already
             (q,), k, v = self._project(query, self.w_q), cache["k"], cache["v"]
@@ -80,6 +83,7 @@ class MultiHeadAttention(nn.Module):
                 cache["k"], cache["v"] = k, v
         p_drop = self.dropout if self.training else 0.0
         # torch's fused kernel draws its dropout mask with the slow CPU bernoulli_ (core/dropout.py)
+        need_weights = need_weights or need_vectors
         if need_weights or (p_drop and q.device.type == "cpu"):
             out, probs = scaled_dot_product_attention(q, k, v, mask, p_drop)
             probs = probs if need_weights else None
@@ -89,4 +93,4 @@ class MultiHeadAttention(nn.Module):
             out = out * head_mask.view(1, -1, 1, 1).to(out.dtype)
         B, _, Tq, _ = out.shape
         out = out.transpose(1, 2).reshape(B, Tq, self.h * self.d_k)     # (B, Tq, d_model)
-        return self.w_o(out), probs
+        return self.w_o(out), ((probs, q, k) if need_vectors else probs)

@@ -87,7 +87,8 @@ def load_model(folder, device="cpu") -> Transformer:
     try:
         state = st_load(weights.read_bytes())
     except Exception as e:  # safetensors raises its own error type for truncated or garbage files
-        raise CheckpointError(f"{weights} could not be read: it is truncated or not a safetensors file ({e}).") from None
+        raise CheckpointError(f"{weights} could not be read: it is truncated or not a safetensors file "
+                              f"({e}).") from None
     model = Transformer(cfg)
     expected = {k: v.shape for k, v in unique_state_dict(model).items()}
     missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
@@ -96,7 +97,8 @@ def load_model(folder, device="cpu") -> Transformer:
     if missing or unexpected or wrong:
         raise CheckpointError(
             f"{weights} does not match {folder}/config.json: "
-            + "; ".join(filter(None, [missing and f"missing {missing[:5]}", unexpected and f"unexpected {unexpected[:5]}",
+            + "; ".join(filter(None, [missing and f"missing {missing[:5]}",
+                                      unexpected and f"unexpected {unexpected[:5]}",
                                       wrong and "wrong shapes " + ", ".join(wrong[:5])])))
     model.load_state_dict({k: v.float() for k, v in state.items()}, strict=False)
     return model.to(device).eval()

@@ -2,8 +2,8 @@
 
 Both models are teacher-forced on the same target text (the first model's own translation unless one
 is given), so decoder and cross-attention maps line up as well. With the same tokenizer the maps are
-compared piece by piece; with different tokenizers word by word (core.tokenizer.merge_attention),
-when both split the text into the same words.
+compared piece by piece; with different tokenizers word by word (core.views.attention_view),
+when both split the text into the same words. Rows and columns are labelled as everywhere (core.views).
 
 Head i of one model has nothing to do with head i of another model trained separately (heads are
 not ordered); per-head differences mean most for two snapshots of one training run. The mean over
@@ -15,10 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .tokenizer import merge_attention, merge_words, word_ids
-
-SIDES = {"enc_self": ("src_tokens", "src_tokens"), "dec_self": ("tgt_tokens", "tgt_tokens"),
-         "cross": ("tgt_tokens", "src_tokens")}   # kind -> (row tokens, column tokens) of an AttendResult
+from .views import KINDS, AttentionView, attention_view
 
 
 def js_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -57,28 +54,26 @@ def attend_both(ma, mb, src: str, tgt: str | None = None, beam: int = 1):
     return ma.attend(src, tgt=tgt), mb.attend(src, tgt=tgt)
 
 
-def _align(attn_a, attn_b, rows_a, cols_a, rows_b, cols_b):
-    """(A, B, row labels, col labels, level) on common tokens, or None when the texts do not line up."""
-    if rows_a == rows_b and cols_a == cols_b:
-        return attn_a, attn_b, rows_a, cols_a, "pieces"
-    words = [merge_words(t) for t in (rows_a, cols_a, rows_b, cols_b)]
-    if words[0] != words[2] or words[1] != words[3]:
-        return None
-    ids = [word_ids(t) for t in (rows_a, cols_a, rows_b, cols_b)]
-    return (merge_attention(attn_a, ids[0], ids[1]), merge_attention(attn_b, ids[2], ids[3]),
-            words[0], words[1], "words")
+def _align(ra, rb, kind: str) -> tuple[AttentionView, AttentionView] | None:
+    """The two results' `kind` maps on common labels (core.views: decoder rows are the pieces written): piece by
+    piece when both have the same pieces, else word by word when both have the same words; None otherwise."""
+    va, vb = attention_view(ra, kind), attention_view(rb, kind)
+    if (va.rows, va.cols) == (vb.rows, vb.cols):
+        return va, vb
+    va, vb = attention_view(ra, kind, words=True), attention_view(rb, kind, words=True)
+    return (va, vb) if (va.rows, va.cols) == (vb.rows, vb.cols) else None
 
 
-def compare_results(ra, rb) -> "Comparison":
+def compare_results(ra, rb) -> Comparison:
     """Align two AttendResults of the same sentence and measure, per head, how differently they attend."""
     cmp = Comparison(ra, rb)
-    for kind, (rows, cols) in SIDES.items():
-        A, B = getattr(ra, kind), getattr(rb, kind)
-        aligned = _align(A, B, getattr(ra, rows), getattr(ra, cols), getattr(rb, rows), getattr(rb, cols))
+    for kind in KINDS:
+        aligned = _align(ra, rb, kind)
         if aligned is None:
             cmp.notes.append(f"{kind}: the two models see different words here, so their maps cannot be compared.")
             continue
-        A, B, row_labels, col_labels, level = aligned
+        va, vb = aligned
+        A, B, row_labels, col_labels, level = va.maps, vb.maps, va.rows, va.cols, va.level
         L, h = min(A.shape[0], B.shape[0]), min(A.shape[1], B.shape[1])
         if (A.shape[0], A.shape[1]) != (B.shape[0], B.shape[1]):
             cmp.notes.append(f"{kind}: the models have {A.shape[0]}×{A.shape[1]} and {B.shape[0]}×{B.shape[1]} "

@@ -15,7 +15,7 @@ class TransformerConfig:
     """
     vocab_size: int = 8000
     N: int = 6                       # encoder layers
-    N_dec: int | None = None         # decoder layers (None: same as N)
+    N_dec: int | None = None         # decoder layers; None (as older config.json files say) becomes N
     d_model: int = 512
     d_ff: int = 2048
     h: int = 8
@@ -40,11 +40,9 @@ class TransformerConfig:
     def d_k(self) -> int:
         return self.d_model // self.h
 
-    @property
-    def n_dec(self) -> int:
-        return self.N if self.N_dec is None else self.N_dec
-
     def __post_init__(self):
+        if self.N_dec is None:           # one name for the decoder depth: always an int after construction
+            self.N_dec = self.N
         if self.d_model % self.h:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by h ({self.h})")
         for name, allowed in [("positions", {"sinusoidal", "learned"}), ("pe_layout", {"interleaved", "concat"}),
@@ -56,7 +54,7 @@ class TransformerConfig:
         return json.dumps(asdict(self), indent=2)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TransformerConfig":
+    def from_dict(cls, d: dict) -> TransformerConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:

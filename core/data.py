@@ -12,7 +12,8 @@ def read_parallel(folder, split: str, src_lang: str = "en", tgt_lang: str = "de"
     paths = [folder / f"{split}.{src_lang}", folder / f"{split}.{tgt_lang}"]
     for p in paths:
         if not p.exists():
-            raise FileNotFoundError(f"{p} is missing: run scripts/prepare_data.py first, or pass the right --data folder")
+            raise FileNotFoundError(f"{p} is missing: run scripts/prepare_data.py first, "
+                                    "or pass the right --data folder")
     src, tgt = (p.read_text(encoding="utf-8").split("\n") for p in paths)
     src, tgt = (x[:-1] if x and x[-1] == "" else x for x in (src, tgt))
     if len(src) != len(tgt):

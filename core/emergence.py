@@ -24,9 +24,10 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from .analysis import collect_attention, load_anaphora, word_pieces
-from .paper_figures import FIGURE3_SENTENCE, FIGURE45_SENTENCE, SPECIALS, figure3, figure4, locate_words
-from .tokenizer import clean_text, merge_attention, merge_words, word_ids
+from .analysis import load_anaphora, word_pieces
+from .paper_figures import FIGURE3_SENTENCE, FIGURE45_SENTENCE, figure3, figure4, locate_words
+from .tokenizer import clean_text, merge_words, word_ids
+from .views import SPECIALS, to_words
 
 PAPER_SENTENCES = (FIGURE3_SENTENCE, FIGURE45_SENTENCE)
 NEEDS = {3: ("making", "more difficult"), 4: ("its", "Law", "application")}   # words each figure's score needs
@@ -45,9 +46,10 @@ def pronoun_hits(rows: np.ndarray, pieces: list[str], pronoun_index: int, antece
 
     rows: (N, h, r, S), the pronoun's piece rows. Its word-level row is their mean, summed per word.
     """
-    ids = word_ids(pieces)
-    words = merge_attention(np.asarray(rows, dtype=np.float64), [0] * rows.shape[-2], ids)[..., 0, :]   # (N, h, W)
-    skip = [pronoun_index] + [w for w, text in enumerate(merge_words(pieces, ids)) if text in SPECIALS]
+    row = np.asarray(rows, dtype=np.float32).mean(-2, keepdims=True)     # (N, h, 1, S): the pronoun, one word
+    words, _, labels = to_words(row, ["pronoun"], list(pieces))
+    words = words[..., 0, :]                                             # (N, h, W)
+    skip = [pronoun_index] + [w for w, text in enumerate(labels) if text in SPECIALS]
     words[..., skip] = -np.inf
     return words.argmax(-1) == antecedent_index
 
@@ -69,10 +71,11 @@ def record_pronouns(tm, anaphora: list[dict] | None = None) -> tuple[dict, list[
     """
     anaphora = load_anaphora() if anaphora is None else anaphora
     arrays, meta = {}, []
-    for a, (pieces, enc, _, _) in zip(anaphora, collect_attention(tm, [a["text"] for a in anaphora])):
+    for a, r in zip(anaphora, tm.attend_batch([a["text"] for a in anaphora], encoder_only=True)):
+        pieces = r.src_tokens
         if not lines_up(a["text"], pieces):
             continue
-        arrays[f"pronoun_{len(meta)}"] = pronoun_rows(enc, pieces, a["pronoun_index"]).astype(np.float16)
+        arrays[f"pronoun_{len(meta)}"] = pronoun_rows(r.enc_self, pieces, a["pronoun_index"]).astype(np.float16)
         meta.append({"text": a["text"], "src_tokens": pieces, "pronoun_index": a["pronoun_index"],
                      "antecedent_index": a["antecedent_index"]})
     return arrays, meta
@@ -92,7 +95,7 @@ def scores_at(step: int, source: str, maps: dict, pronouns: list[tuple]) -> dict
     row = {"step": int(step), "source": source}
     for number, (enc, tokens, sentence) in maps.items():
         try:
-            found = FINDERS[number](np.asarray(enc, dtype=np.float64), tokens, sentence)
+            found = FINDERS[number](enc, tokens, sentence)
         except ValueError:   # the words are not there (a sentence cut to a small model's length)
             continue
         best, f = found.best, f"fig{number}_"
@@ -143,7 +146,7 @@ def snapshot_scores(probes: dict, snapshots: list[tuple], progress=None) -> tupl
                 items = [(p["src_tokens"], npz[f"pronoun_{j}"], p["pronoun_index"], p["antecedent_index"])
                          for j, p in enumerate(pron) if f"pronoun_{j}" in npz.files]
             rows.append(scores_at(step, "snapshot", maps, items))
-        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, zlib.error):   # cut short, or another run's
+        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, zlib.error):   # cut short, another run's
             unreadable.append(int(step))
         if progress is not None:
             progress(k + 1, len(snapshots))
@@ -154,10 +157,10 @@ def model_scores(tm, step: int, anaphora: list[dict] | None = None) -> dict:
     """The same row for a loaded model (the shipped, averaged weights): one batched encoder pass."""
     anaphora = load_anaphora() if anaphora is None else anaphora
     texts = [clean_text(s) for s in PAPER_SENTENCES] + [a["text"] for a in anaphora]
-    out = collect_attention(tm, texts)
-    maps = {n: (out[k][1], out[k][0], texts[k]) for k, n in enumerate((3, 4))}
-    items = [(pieces, pronoun_rows(enc, pieces, a["pronoun_index"]), a["pronoun_index"], a["antecedent_index"])
-             for a, (pieces, enc, _, _) in zip(anaphora, out[2:]) if lines_up(a["text"], pieces)]
+    out = tm.attend_batch(texts, encoder_only=True)
+    maps = {n: (out[k].enc_self, out[k].src_tokens, texts[k]) for k, n in enumerate((3, 4))}
+    items = [(r.src_tokens, pronoun_rows(r.enc_self, r.src_tokens, a["pronoun_index"]), a["pronoun_index"],
+              a["antecedent_index"]) for a, r in zip(anaphora, out[2:]) if lines_up(a["text"], r.src_tokens)]
     return scores_at(step, "final weights", maps, items)
 
 
@@ -181,9 +184,10 @@ def appearance(table: pd.DataFrame, number: int) -> dict | None:
     part = table[table[f + "score"].notna()]
     linked = part[part[f + "linked"].astype(bool)]
     best = part.loc[part[f + "score"].idxmax()]
-    link = lambda r: None if not bool(r[f + "linked"]) else {
-        "step": int(r.step), "layer": int(r[f + "link_layer"]), "head": int(r[f + "link_head"]),
-        "score": float(r[f + "link_score"])}
+    def link(r):
+        return None if not bool(r[f + "linked"]) else {
+            "step": int(r.step), "layer": int(r[f + "link_layer"]), "head": int(r[f + "link_head"]),
+            "score": float(r[f + "link_score"])}
     part = part.sort_values("step")
     return {"appeared": not linked.empty, "first_step": int(linked.step.min()) if not linked.empty else None,
             "linked": len(linked), "snapshots": len(part),

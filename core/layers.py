@@ -90,10 +90,11 @@ class EncoderLayer(nn.Module):
         self.res_attn, self.res_ffn = (Residual(cfg.d_model, cfg.dropout, cfg.norm, cfg.layer_norm_eps)
                                        for _ in range(2))
 
-    def forward(self, x, src_mask, need_weights=False, head_mask=None):
-        """head_mask: None or (h,) factors on the self-attention heads (see MultiHeadAttention)."""
+    def forward(self, x, src_mask, need_weights=False, head_mask=None, need_vectors=False):
+        """head_mask: None or (h,) factors on the self-attention heads; need_vectors: (probs, q, k) in place
+        of the probabilities (see MultiHeadAttention)."""
         x, probs = self.res_attn(x, lambda y: self.self_attn(y, y, y, src_mask, need_weights,
-                                                              head_mask=head_mask))
+                                                              head_mask=head_mask, need_vectors=need_vectors))
         x, _ = self.res_ffn(x, lambda y: (self.ffn(y), None))
         return x, probs
 
@@ -110,16 +111,18 @@ class DecoderLayer(nn.Module):
             Residual(cfg.d_model, cfg.dropout, cfg.norm, cfg.layer_norm_eps) for _ in range(3))
 
     def forward(self, x, memory, src_mask, tgt_mask, need_weights=False, cache=None,
-                self_head_mask=None, cross_head_mask=None):
+                self_head_mask=None, cross_head_mask=None, need_vectors=False):
         """cache: None, or a dict {"self": {}, "cross": {}} kept between incremental decoding steps.
-        self_head_mask / cross_head_mask: None or (h,) factors on the heads of each attention."""
+        self_head_mask / cross_head_mask: None or (h,) factors on the heads of each attention.
+        need_vectors: each attention gives (probs, q, k) in place of its probabilities (MultiHeadAttention)."""
         c_self = c_cross = None
         if cache is not None:
             c_self, c_cross = cache.setdefault("self", {}), cache.setdefault("cross", {})
         x, self_probs = self.res_self(
-            x, lambda y: self.self_attn(y, y, y, tgt_mask, need_weights, cache=c_self, head_mask=self_head_mask))
+            x, lambda y: self.self_attn(y, y, y, tgt_mask, need_weights, cache=c_self, head_mask=self_head_mask,
+                                        need_vectors=need_vectors))
         x, cross_probs = self.res_cross(
             x, lambda y: self.cross_attn(y, memory, memory, src_mask, need_weights, cache=c_cross,
-                                         static_kv=True, head_mask=cross_head_mask))
+                                         static_kv=True, head_mask=cross_head_mask, need_vectors=need_vectors))
         x, _ = self.res_ffn(x, lambda y: (self.ffn(y), None))
         return x, self_probs, cross_probs

@@ -53,7 +53,7 @@ class Transformer(nn.Module):
                         else PositionalEncoding(cfg.d_model, cfg.max_len, cfg.positions, cfg.pe_layout))
         self.dropout = Dropout(cfg.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.N))
-        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_dec))
+        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.N_dec))
         # pre-norm stacks end with a LayerNorm; post-norm ones already end normalised
         self.enc_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.norm == "pre" else nn.Identity()
         self.dec_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.norm == "pre" else nn.Identity()
@@ -77,24 +77,27 @@ class Transformer(nn.Module):
         scale = math.sqrt(self.cfg.d_model) if self.cfg.scale_embeddings else 1.0
         return self.dropout(pos(embed(tokens) * scale, start))   # (B, T, d_model)
 
-    def encode(self, src, need_weights=False, head_mask=None):
+    def encode(self, src, need_weights=False, head_mask=None, need_vectors=False):
         """src: (B, S) ids -> memory (B, S, d_model), src_mask (B, 1, 1, S), encoder attentions.
 
         head_mask: None, or a dict as ablate_heads returns; its "enc_self" entry switches heads off.
+        need_vectors: each layer's attention is (probs, q, k), q and k (B, h, S, d_k) (MultiHeadAttention).
         """
         src_mask = padding_mask(src, self.cfg.pad_id)
         x, attns = self._embed(src, self.src_embed, self.src_pos), []
         for layer, m in zip(self.encoder, self._layer_masks(head_mask, "enc_self")):
-            x, probs = layer(x, src_mask, need_weights, head_mask=m)
+            x, probs = layer(x, src_mask, need_weights, head_mask=m, need_vectors=need_vectors)
             attns.append(probs)
         return self.enc_norm(x), src_mask, attns
 
-    def decode(self, tgt_in, memory, src_mask, need_weights=False, cache=None, start=0, head_mask=None):
+    def decode(self, tgt_in, memory, src_mask, need_weights=False, cache=None, start=0, head_mask=None,
+               need_vectors=False):
         """tgt_in: (B, T) decoder inputs -> hidden (B, T, d_model), self and cross attentions.
 
         cache: a list with one dict per decoder layer for incremental decoding; then tgt_in holds
         only the new positions, starting at position `start`. head_mask: None, or a dict as
-        ablate_heads returns; its "dec_self" and "cross" entries switch heads off.
+        ablate_heads returns; its "dec_self" and "cross" entries switch heads off. need_vectors: each
+        attention is (probs, q, k): q (B, h, T, d_k), k (B, h, T or S, d_k) (MultiHeadAttention).
         """
         tgt_mask = causal_mask(tgt_in, self.cfg.pad_id) if cache is None else None
         x = self._embed(tgt_in, self.tgt_embed, self.tgt_pos, start)
@@ -102,7 +105,7 @@ class Transformer(nn.Module):
         masks = zip(self._layer_masks(head_mask, "dec_self"), self._layer_masks(head_mask, "cross"))
         for i, (layer, (m_self, m_cross)) in enumerate(zip(self.decoder, masks)):
             x, s, c = layer(x, memory, src_mask, tgt_mask, need_weights, None if cache is None else cache[i],
-                            self_head_mask=m_self, cross_head_mask=m_cross)
+                            self_head_mask=m_self, cross_head_mask=m_cross, need_vectors=need_vectors)
             self_attns.append(s)
             cross_attns.append(c)
         return self.dec_norm(x), self_attns, cross_attns
@@ -124,9 +127,9 @@ class Transformer(nn.Module):
 
     def attention_modules(self):
         """{"enc_self": [...], "dec_self": [...], "cross": [...]}: the MultiHeadAttention of each layer."""
-        return {"enc_self": [l.self_attn for l in self.encoder],
-                "dec_self": [l.self_attn for l in self.decoder],
-                "cross": [l.cross_attn for l in self.decoder]}
+        return {"enc_self": [layer.self_attn for layer in self.encoder],
+                "dec_self": [layer.self_attn for layer in self.decoder],
+                "cross": [layer.cross_attn for layer in self.decoder]}
 
     def ablate_heads(self, heads) -> dict:
         """The head_mask that switches heads off; the model itself is never changed.
@@ -144,7 +147,7 @@ class Transformer(nn.Module):
             if (kind not in layers or not isinstance(layer, Integral) or not isinstance(head, Integral)
                     or not 0 <= layer < layers[kind] or not 0 <= head < self.cfg.h):
                 raise ValueError(f"There is no head {kind} layer {layer} head {head} in this model: it has "
-                                 f"{self.cfg.N} encoder and {self.cfg.n_dec} decoder layers of {self.cfg.h} heads "
+                                 f"{self.cfg.N} encoder and {self.cfg.N_dec} decoder layers of {self.cfg.h} heads "
                                  f"(counted from 0), and kinds {', '.join(layers)}.")
             if kind not in mask:
                 mask[kind] = torch.ones(layers[kind], self.cfg.h, device=self.generator.weight.device)

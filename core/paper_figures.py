@@ -3,7 +3,7 @@
 The paper (Vaswani et al. 2017, appendix) shows heads of "layer 5 of 6", i.e. layer index 4 here
 (0-based), on two newstest2013 sentences. Our heads are not numbered like Google's, so we score
 every (layer, head) on the behaviour each figure illustrates and rank them. All scores are computed
-on word-level maps (core.tokenizer.merge_attention: attention *from* a word is the mean over its
+on one word-level view of the map (word_view, core.views: attention *from* a word is the mean over its
 pieces' rows, attention *to* a word is the sum over its pieces' columns), so they are fractions of
 the attention a word hands out and lie in [0, 1].
 
@@ -37,21 +37,22 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .tokenizer import merge_attention, merge_words, word_ids
+from .tokenizer import merge_words, word_ids
+from .views import SPECIALS, AttentionView, attention_view
 
 PAPER_LAYER = 4   # "layer 5 of 6" in the paper, 0-based here
 FIGURE3_SENTENCE = ("It is in this spirit that a majority of American governments have passed new laws "
                     "since 2009 making the registration or voting process more difficult.")
 FIGURE45_SENTENCE = ("The Law will never be perfect, but its application should be just - "
                      "this is what we are missing, in my opinion.")
-SPECIALS = ("<s>", "</s>", "<pad>")
 LINK_FACTOR, LINK_CAP = 10.0, 0.5   # a head links two words at >= min(10 x the even share, 0.5) (module docstring)
 LINK_SELECTIVE = 2.0                # ... and >= 2 x what the other words give the same target words
 
 
 def _norm(word: str) -> str:
     """Lower case without the punctuation around it, so that 'difficult.' matches 'difficult'."""
-    is_punct = lambda c: unicodedata.category(c)[0] in "PS"
+    def is_punct(c):
+        return unicodedata.category(c)[0] in "PS"
     word = word.lower()
     start, end = 0, len(word)
     while start < end and is_punct(word[start]):
@@ -61,18 +62,23 @@ def _norm(word: str) -> str:
     return word[start:end]
 
 
-def locate_words(tokens: list[str], phrase: str) -> list[int]:
-    """Word indices (as merge_words counts them) of the first occurrence of `phrase`; ValueError if absent."""
-    words = [_norm(w) for w in merge_words(tokens)]
+def find_words(words: list[str], phrase: str) -> list[int]:
+    """Indices in `words` (a word view's labels) of the first occurrence of `phrase`; ValueError if absent."""
+    normed = [_norm(w) for w in words]
     wanted = [_norm(w) for w in phrase.split()]
     wanted = [w for w in wanted if w]
     if not wanted:
         raise ValueError(f"'{phrase}' has no word to look for.")
-    for start in range(len(words) - len(wanted) + 1):
-        if words[start: start + len(wanted)] == wanted:
+    for start in range(len(normed) - len(wanted) + 1):
+        if normed[start: start + len(wanted)] == wanted:
             return list(range(start, start + len(wanted)))
-    shown = " ".join(w for w in merge_words(tokens) if w not in SPECIALS)
+    shown = " ".join(w for w in words if w not in SPECIALS)
     raise ValueError(f"The sentence does not contain the word '{phrase}'. Its words are: {shown}")
+
+
+def locate_words(tokens: list[str], phrase: str) -> list[int]:
+    """Word indices (as merge_words counts them) of the first occurrence of `phrase` in pieces; ValueError if absent."""
+    return find_words(merge_words(tokens), phrase)
 
 
 def locate(tokens: list[str], phrase: str) -> list[int]:
@@ -81,12 +87,11 @@ def locate(tokens: list[str], phrase: str) -> list[int]:
     return [i for i, w in enumerate(word_ids(tokens)) if w in wanted]
 
 
-def _word_maps(attn: np.ndarray, tokens: list[str]) -> np.ndarray:
-    """Piece-level (..., S, S) self-attention -> word-level (..., W, W)."""
-    if attn.shape[-1] != len(tokens) or attn.shape[-2] != len(tokens):
-        raise ValueError(f"attention is {attn.shape[-2]}x{attn.shape[-1]} but there are {len(tokens)} tokens")
-    ids = word_ids(tokens)
-    return merge_attention(np.asarray(attn, dtype=np.float64), ids, ids)
+def word_view(attn: np.ndarray, tokens: list[str]) -> AttentionView:
+    """Piece-level (N, h, S, S) encoder self-attention of `tokens` -> its word view (core.views): maps
+    (N, h, W, W) float32 labelled by the words; ValueError when the map and the tokens differ in size.
+    Every score below takes it, so a caller merges a map once however many scores it wants."""
+    return attention_view({"src_tokens": list(tokens)}, "enc_self", words=True, maps=attn)
 
 
 def _table(values: dict, sort_by: str = "score") -> pd.DataFrame:
@@ -97,35 +102,37 @@ def _table(values: dict, sort_by: str = "score") -> pd.DataFrame:
     return df.sort_values([sort_by, "layer", "head"], ascending=[False, True, True], ignore_index=True)
 
 
-def dependency_scores(attn: np.ndarray, tokens: list[str], source: str, targets: list[str],
+def dependency_scores(view: AttentionView, source: str, targets: list[str],
                       also: tuple[str, ...] = ()) -> pd.DataFrame:
     """Every head's attention mass from the word `source` to the words `targets` (each a word or phrase).
 
-    attn: (N, h, S, S) encoder self-attention. Columns: layer, head, one "→ target" per target and per
-    word of `also` (reported, not scored), "others" (the mean, over the sentence's other words, of their
-    mass on the targets: high for a head where every word looks there) and score, the sum over `targets`.
-    Best score first.
+    view: word_view of (N, h, S, S) encoder self-attention. Columns: layer, head, one "→ target" per target
+    and per word of `also` (reported, not scored), "others" (the mean, over the sentence's other words, of
+    their mass on the targets: high for a head where every word looks there) and score, the sum over
+    `targets`. Best score first.
     """
-    merged = _word_maps(attn, tokens)                              # (N, h, W, W)
-    rows = locate_words(tokens, source)
-    mass = lambda r, t: merged[..., r, :][..., locate_words(tokens, t)].sum(-1).mean(-1)   # (N, h)
+    merged, words = view.maps, view.rows                           # (N, h, W, W), W words
+
+    def mass(r, t):
+        return merged[..., r, :][..., find_words(words, t)].sum(-1).mean(-1)   # (N, h)
+
+    rows = find_words(words, source)
     per_target = {f"→ {t}": mass(rows, t) for t in targets}
-    taken = set(rows) | {w for t in targets for w in locate_words(tokens, t)}
-    others = [w for w, text in enumerate(merge_words(tokens)) if w not in taken and text not in SPECIALS]
-    other_mass = sum(mass(others, t) for t in targets) if others else np.full(attn.shape[:2], np.nan)
+    taken = set(rows) | {w for t in targets for w in find_words(words, t)}
+    others = [w for w, text in enumerate(words) if w not in taken and text not in SPECIALS]
+    other_mass = sum(mass(others, t) for t in targets) if others else np.full(merged.shape[:2], np.nan)
     return _table({**per_target, **{f"→ {t}": mass(rows, t) for t in also}, "others": other_mass,
                    "score": sum(per_target.values())})
 
 
-def structure_scores(attn: np.ndarray, tokens: list[str]) -> pd.DataFrame:
-    """Every head's attention to neighbouring words (Figure 5's score; see the module docstring).
+def structure_scores(view: AttentionView) -> pd.DataFrame:
+    """Every head's attention to neighbouring words (Figure 5's score; see the module docstring) in a word_view.
 
     Columns: layer, head, score (mean over words of the mass on the previous + next word),
     "← previous", "→ next" (its two parts) and "mean distance" (in words). Best first.
     """
-    merged = _word_maps(attn, tokens)
-    real = [i for i, w in enumerate(merge_words(tokens)) if w not in SPECIALS]
-    m = merged[..., real, :][..., real]                            # (N, h, W, W) without </s>
+    real = [i for i, w in enumerate(view.rows) if w not in SPECIALS]
+    m = view.maps[..., real, :][..., real]                         # (N, h, W, W) without </s>
     W = m.shape[-1]
     if W < 2:
         raise ValueError("The sentence needs at least two words to look at sentence structure.")
@@ -139,10 +146,10 @@ def structure_scores(attn: np.ndarray, tokens: list[str]) -> pd.DataFrame:
                    "mean distance": distance})
 
 
-def next_word_scores(attn: np.ndarray, tokens: list[str]) -> np.ndarray:
+def next_word_scores(view: AttentionView) -> np.ndarray:
     """(N, h): each head's mean share of a word's attention on the next word (structure_scores' "→ next")."""
-    table = structure_scores(attn, tokens).sort_values(["layer", "head"])
-    return table["→ next"].to_numpy().reshape(attn.shape[:2])
+    table = structure_scores(view).sort_values(["layer", "head"])
+    return table["→ next"].to_numpy().reshape(view.maps.shape[:2])
 
 
 def link_threshold(chance: float) -> float:
@@ -203,32 +210,40 @@ class FigureHeads:
 
 
 def _chance(score_fn, tokens: list[str]) -> float:
-    """What score_fn gives a single head with uniform attention over the tokens."""
+    """What score_fn (of a word view) gives a single head with uniform attention over the tokens."""
     S = len(tokens)
-    return float(score_fn(np.full((1, 1, S, S), 1.0 / S), tokens).score.iloc[0])
+    return float(score_fn(word_view(np.full((1, 1, S, S), 1.0 / S), tokens)).score.iloc[0])
 
 
-def figure3(attn: np.ndarray, tokens: list[str], sentence: str = FIGURE3_SENTENCE) -> FigureHeads:
-    """'making' → 'more difficult': the layer where the heads do it most (mean of its heads), all its heads ranked."""
-    score = lambda a, t: dependency_scores(a, t, "making", ["more difficult"])
-    scores = score(attn, tokens)
+def figure3(attn: np.ndarray, tokens: list[str], sentence: str = FIGURE3_SENTENCE,
+            view: AttentionView | None = None) -> FigureHeads:
+    """'making' → 'more difficult': the layer where the heads do it most (mean of its heads), all its heads ranked.
+
+    view: word_view(attn, tokens), when the caller has it already (Figures 4 and 5 likewise)."""
+    def score(v):
+        return dependency_scores(v, "making", ["more difficult"])
+    scores = score(word_view(attn, tokens) if view is None else view)
     layer = best_layer(scores, k=attn.shape[1])
     chance = _chance(score, tokens)
     return FigureHeads(3, "Long-distance dependency: 'making … more difficult'", sentence, layer,
                        top_heads(scores, layer), "making", scores, chance, link_threshold(chance))
 
 
-def figure4(attn: np.ndarray, tokens: list[str], sentence: str = FIGURE45_SENTENCE) -> FigureHeads:
+def figure4(attn: np.ndarray, tokens: list[str], sentence: str = FIGURE45_SENTENCE,
+            view: AttentionView | None = None) -> FigureHeads:
     """'its' → 'Law' (the antecedent): the best two heads of the best layer for it.
 
     Columns: score (= "→ Law"), "→ application" (the next word, not scored) and "next word" (the head's
     mean share on the next word over the whole sentence: high for a next-word head, whatever it does).
     """
-    score = lambda a, t: dependency_scores(a, t, "its", ["Law"], also=("application",))
-    scores = score(attn, tokens)
+    view = word_view(attn, tokens) if view is None else view
+
+    def score(v):
+        return dependency_scores(v, "its", ["Law"], also=("application",))
+    scores = score(view)
     nxt = pd.DataFrame({"layer": np.repeat(np.arange(attn.shape[0]), attn.shape[1]),
                         "head": np.tile(np.arange(attn.shape[1]), attn.shape[0]),
-                        "next word": next_word_scores(attn, tokens).reshape(-1)})
+                        "next word": next_word_scores(view).reshape(-1)})
     scores = scores.merge(nxt, on=["layer", "head"], how="left")
     layer = best_layer(scores, k=2)
     chance = _chance(score, tokens)
@@ -236,9 +251,10 @@ def figure4(attn: np.ndarray, tokens: list[str], sentence: str = FIGURE45_SENTEN
                        "its", scores, chance, link_threshold(chance))
 
 
-def figure5(attn: np.ndarray, tokens: list[str], sentence: str = FIGURE45_SENTENCE) -> FigureHeads:
+def figure5(attn: np.ndarray, tokens: list[str], sentence: str = FIGURE45_SENTENCE,
+            view: AttentionView | None = None) -> FigureHeads:
     """Attention to neighbouring words: the best two heads of the best layer for it."""
-    scores = structure_scores(attn, tokens)
+    scores = structure_scores(word_view(attn, tokens) if view is None else view)
     layer = best_layer(scores, k=2)
     return FigureHeads(5, "Sentence structure: attention to neighbouring words", sentence, layer,
                        top_heads(scores, layer, 2), None, scores, _chance(structure_scores, tokens))

@@ -40,7 +40,7 @@ class Tokenizer:
         self.id_to_piece = ({i: p for p, i in vocab.items()} if vocab else None)
 
     @classmethod
-    def from_folder(cls, folder) -> "Tokenizer":
+    def from_folder(cls, folder) -> Tokenizer:
         folder = Path(folder)
         if (folder / "spm.model").exists():
             return cls((folder / "spm.model").read_bytes())

@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .decoding import beam_search, greedy_search
 from .data import pad_batch
+from .decoding import beam_search, greedy_search
 from .tokenizer import Tokenizer, clean_text
+from .views import AttentionView, attention_view
 
 MAX_INPUT_CHARS = 2000   # longer text is cut before tokenising (it would be cut in tokens anyway)
 
@@ -21,7 +22,12 @@ class AttendResult:
     (the start token is "<s>" in our models, "<pad>" in imported Marian ones).
     out_tokens: what each decoder position predicts, target pieces + "</s>" (T).
     enc_self [N, h, S, S], dec_self [N_dec, h, T, T], cross [N_dec, h, T, S]: float32 numpy arrays,
-    rows attend (queries), columns are attended (keys); every row sums to 1.
+    rows attend (queries), columns are attended (keys); every row sums to 1. An encoder-only result
+    (attend_batch(..., encoder_only=True)) has dec_self = cross = None, tgt "" and no target tokens.
+    vectors (attend_batch(..., vectors=True)): {kind: (q, k)}, float32, q (N_kind, h, rows, d_k) and
+    k (N_kind, h, cols, d_k): each head's queries and keys after W^Q, W^K and the split into heads, before
+    the 1/sqrt(d_k) scaling, so that softmax(q k^T / sqrt(d_k) + mask) is that kind's map; rows and cols
+    as core.views labels them (decoder q rows: decoder positions; cross k: source positions).
     """
     src: str
     tgt: str
@@ -29,11 +35,16 @@ class AttendResult:
     tgt_tokens: list
     out_tokens: list
     enc_self: np.ndarray
-    dec_self: np.ndarray
-    cross: np.ndarray
+    dec_self: np.ndarray | None
+    cross: np.ndarray | None
     teacher_forced: bool
     truncated: bool = False
     notices: list = field(default_factory=list)
+    vectors: dict | None = None
+
+    def view(self, kind: str, words: bool = False, specials: bool = True) -> AttentionView:
+        """One kind of map with its row and column labels, by the project's one convention (core.views)."""
+        return attention_view(self, kind, words=words, specials=specials)
 
 
 @dataclass
@@ -49,6 +60,29 @@ class ScoreResult:
     logprobs: np.ndarray
     total: float
     notices: list = field(default_factory=list)
+
+
+def _sorted_batches(keys: list, batch_size: int) -> list[list[int]]:
+    """Indices of items in batches of at most batch_size, sorted by key (a length), so that batches pad little."""
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return [order[start: start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def _to_numpy(attns: list, need_vectors: bool) -> list:
+    """One forward pass's attentions of one kind, a list over layers of (B, h, Tq, Tk) maps (or of (maps, q, k))
+    -> [maps (B, L, h, Tq, Tk)] (or [maps, q (B, L, h, Tq, d_k), k (B, L, h, Tk, d_k)]), float32 numpy."""
+    parts = zip(*attns) if need_vectors else [attns]
+    return [torch.stack(list(p), 1).float().cpu().numpy() for p in parts]
+
+
+def _unpad(arrays: list, b: int, rows: int, cols: int) -> list:
+    """Sentence b of a batch's [maps, q, k] without its padding: maps (L, h, rows, cols), q (L, h, rows, d_k),
+    k (L, h, cols, d_k); copies, so that a kept result does not hold on to its whole batch."""
+    maps, *qk = arrays
+    cut = [maps[b, :, :, :rows, :cols]]
+    if qk:
+        cut += [qk[0][b, :, :, :rows], qk[1][b, :, :, :cols]]
+    return [np.ascontiguousarray(x) for x in cut]
 
 
 class TranslationModel:
@@ -107,6 +141,14 @@ class TranslationModel:
             return greedy_search(self.model, src, head_mask=head_mask)
         return beam_search(self.model, src, beam, alpha, head_mask=head_mask)
 
+    def _search_ids(self, srcs: list, beam, alpha, batch_size, head_mask=None) -> list:
+        """The model's own translations of source id lists, as target ids (no <s>, </s>), in length-sorted batches."""
+        out = [None] * len(srcs)
+        for idx in _sorted_batches([len(ids) for ids in srcs], batch_size):
+            for i, hyp in zip(idx, self._search(self._batch([srcs[i] for i in idx]), beam, alpha, head_mask)):
+                out[i] = hyp
+        return out
+
     @torch.no_grad()
     def translate(self, texts, beam: int = 4, alpha: float = 0.6, batch_size: int = 64,
                   head_mask=None) -> list[str]:
@@ -117,13 +159,7 @@ class TranslationModel:
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
         srcs = [self._source_ids(t)[0] for t in texts]
-        order = sorted(range(len(srcs)), key=lambda i: len(srcs[i]))
-        out = [""] * len(srcs)
-        for start in range(0, len(order), batch_size):
-            idx = order[start: start + batch_size]
-            hyps = self._search(self._batch([srcs[i] for i in idx]), beam, alpha, head_mask)
-            for i, h in zip(idx, hyps):
-                out[i] = self.tokenizer.decode(h, "tgt")
+        out = [self.tokenizer.decode(ids, "tgt") for ids in self._search_ids(srcs, beam, alpha, batch_size, head_mask)]
         return out[0] if single else out
 
     @torch.no_grad()
@@ -133,24 +169,84 @@ class TranslationModel:
 
         head_mask: None, or self.model.ablate_heads([...]): translate and attend with those heads off.
         """
-        src_ids, src_text, notices, truncated = self._source_ids(src)
-        src_t = self._batch([src_ids])
-        if tgt is None:
-            tgt_ids = self._search(src_t, beam, alpha, head_mask)[0]
-        else:
-            tgt, tgt_ids = self._target_ids(tgt, notices)
-        dec_in = self._batch([[self.cfg.bos_id] + tgt_ids])
-        # encoder and decoder only: the maps do not need the (costly) projection onto the vocabulary
-        memory, src_mask, enc_self = self.model.encode(src_t, need_weights=True, head_mask=head_mask)
-        _, dec_self, cross = self.model.decode(dec_in, memory, src_mask, need_weights=True, head_mask=head_mask)
-        to_np = lambda maps: torch.cat(maps, 0).float().cpu().numpy()     # list of (1, h, ., .) -> (N, h, ., .)
-        return AttendResult(
-            src=src_text, tgt=self.tokenizer.decode(tgt_ids, "tgt"),
-            src_tokens=self.tokenizer.pieces(src_ids, "src"),
-            tgt_tokens=self.tokenizer.pieces([self.cfg.bos_id] + tgt_ids, "tgt"),
-            out_tokens=self.tokenizer.pieces(tgt_ids + [self.cfg.eos_id], "tgt"),
-            enc_self=to_np(enc_self), dec_self=to_np(dec_self), cross=to_np(cross),
-            teacher_forced=tgt is not None, truncated=truncated, notices=notices)
+        return self.attend_batch([src], [tgt], batch_size=1, head_mask=head_mask, beam=beam, alpha=alpha)[0]
+
+    @torch.no_grad()
+    def attend_batch(self, sources, targets=None, batch_size: int = 48, vectors: bool = False, head_mask=None,
+                     encoder_only: bool = False, beam: int = 1, alpha: float = 0.6,
+                     progress=None) -> list[AttendResult]:
+        """All attention maps of many sentences, one AttendResult each, from padded batches sorted by length.
+
+        targets: None, or one entry per source: a target text to teacher-force, or None for the model's own
+        translation (greedy, or beam search with beam > 1), exactly as attend(src, tgt) does.
+        encoder_only: skip the search and the decoder (half the work when only encoder maps are wanted):
+        results with dec_self = cross = None, tgt "" and no target tokens; targets must then be None.
+        vectors: each result also carries its per-head queries and keys (AttendResult.vectors), from the
+        same forward pass as its maps. head_mask: None, or self.model.ablate_heads([...]).
+        progress: None, or a function called with (sentences done, sentences) after each batch.
+        Padding is cut off: a sentence's maps in a batch are its maps alone, up to float rounding.
+        """
+        sources = [sources] if isinstance(sources, str) else list(sources)
+        targets = [None] * len(sources) if targets is None else [targets] if isinstance(targets, str) else list(targets)
+        if len(targets) != len(sources):
+            raise ValueError(f"Give one target (or None) per source: {len(targets)} targets for "
+                             f"{len(sources)} sources.")
+        if encoder_only and any(t is not None for t in targets):
+            raise ValueError("encoder_only=True computes no decoder maps: leave the targets out.")
+        items = [self._attend_item(i, s, t, len(sources)) for i, (s, t) in enumerate(zip(sources, targets))]
+        if not encoder_only:       # the model's own translations, where no target was given
+            free = [it for it in items if it["tgt_ids"] is None]
+            for it, ids in zip(free, self._search_ids([it["src_ids"] for it in free], beam, alpha, batch_size,
+                                                      head_mask)):
+                it["tgt_ids"] = ids
+        out, done = [None] * len(items), 0
+        for idx in _sorted_batches([(len(it["src_ids"]), len(it["tgt_ids"] or ())) for it in items], batch_size):
+            for i, result in zip(idx, self._attend_maps([items[i] for i in idx], vectors, head_mask, encoder_only)):
+                out[i] = result
+            done += len(idx)
+            if progress is not None:
+                progress(done, len(items))
+        return out
+
+    def _attend_item(self, i: int, src, tgt, n: int) -> dict:
+        """One sentence of attend_batch, validated: src_ids, src_text, tgt_ids (None: still to translate), ..."""
+        try:
+            src_ids, src_text, notices, truncated = self._source_ids(src)
+            tgt_ids = None if tgt is None else self._target_ids(tgt, notices)[1]
+        except ValueError as e:
+            if n == 1:
+                raise
+            raise ValueError(f"Sentence {i + 1} of {n}: {e}") from None
+        return dict(src_ids=src_ids, src_text=src_text, tgt_ids=tgt_ids, teacher_forced=tgt is not None,
+                    notices=notices, truncated=truncated)
+
+    def _attend_maps(self, items: list, need_vectors: bool, head_mask, encoder_only: bool) -> list[AttendResult]:
+        """One padded forward pass (encoder and decoder, no output projection) -> one AttendResult per item."""
+        bos, eos, tok = self.cfg.bos_id, self.cfg.eos_id, self.tokenizer
+        memory, src_mask, enc = self.model.encode(self._batch([it["src_ids"] for it in items]), need_weights=True,
+                                                  head_mask=head_mask, need_vectors=need_vectors)
+        kinds = {"enc_self": _to_numpy(enc, need_vectors)}                  # (B, N, h, S, S) [, q, k]
+        if not encoder_only:
+            dec_in = self._batch([[bos] + it["tgt_ids"] for it in items])    # (B, T)
+            _, dec, cross = self.model.decode(dec_in, memory, src_mask, need_weights=True, head_mask=head_mask,
+                                              need_vectors=need_vectors)
+            kinds["dec_self"], kinds["cross"] = _to_numpy(dec, need_vectors), _to_numpy(cross, need_vectors)
+        results = []
+        for b, it in enumerate(items):
+            S, tgt_ids = len(it["src_ids"]), it["tgt_ids"] or []
+            T = len(tgt_ids) + 1
+            sizes = {"enc_self": (S, S), "dec_self": (T, T), "cross": (T, S)}      # (rows, cols) of each kind
+            cut = {kind: _unpad(arrays, b, *sizes[kind]) for kind, arrays in kinds.items()}
+            maps = {kind: cut[kind][0] if kind in cut else None for kind in sizes}
+            results.append(AttendResult(
+                src=it["src_text"], tgt=tok.decode(tgt_ids, "tgt"),
+                src_tokens=tok.pieces(it["src_ids"], "src"),
+                tgt_tokens=[] if encoder_only else tok.pieces([bos] + tgt_ids, "tgt"),
+                out_tokens=[] if encoder_only else tok.pieces(tgt_ids + [eos], "tgt"),
+                **maps, teacher_forced=it["teacher_forced"],
+                truncated=it["truncated"], notices=it["notices"],
+                vectors={kind: tuple(arrays[1:]) for kind, arrays in cut.items()} if need_vectors else None))
+        return results
 
     @torch.no_grad()
     def score(self, src, candidates, batch_size: int = 128):
@@ -170,11 +266,9 @@ class TranslationModel:
             src_ids, s_text, notices, _ = self._source_ids(s)
             c_text, tgt_ids = self._target_ids(c, notices)
             items.append((src_ids, tgt_ids, s_text, c_text, notices))
-        order = sorted(range(len(items)), key=lambda i: (len(items[i][0]), len(items[i][1])))
         out = [None] * len(items)
         bos, eos = self.cfg.bos_id, self.cfg.eos_id
-        for start in range(0, len(order), batch_size):
-            idx = order[start: start + batch_size]
+        for idx in _sorted_batches([(len(it[0]), len(it[1])) for it in items], batch_size):
             src_t = self._batch([items[i][0] for i in idx])                    # (B, S)
             dec_in = self._batch([[bos] + items[i][1] for i in idx])          # (B, T)
             gold = self._batch([items[i][1] + [eos] for i in idx])            # (B, T)

@@ -44,7 +44,7 @@ def main():
     torch.set_num_threads(args.threads)
     tm, what = pick_model(args.checkpoint)
     neutral, anaphora = analysis.load_neutral(), analysis.load_anaphora()
-    print(f"model: {what}; N={tm.cfg.N}, N_dec={tm.cfg.n_dec}, h={tm.cfg.h}, d_model={tm.cfg.d_model}; "
+    print(f"model: {what}; N={tm.cfg.N}, N_dec={tm.cfg.N_dec}, h={tm.cfg.h}, d_model={tm.cfg.d_model}; "
           f"{args.threads} thread(s)")
     print(f"probes: {len(neutral)} neutral sentences (with German), {len(anaphora)} annotated pronoun sentences")
 

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app import common  # noqa: E402  (sets torch to one thread, as in the app)
-from app.figures.attention import attention_view, head_view_figure, heatmap_figure, model_view_figure  # noqa: E402
+from app.figures.attention import head_view_figure, heatmap_figure, model_view_figure  # noqa: E402
 from core import CheckpointError, load_checkpoint  # noqa: E402
 
 FIG3 = ("It is in this spirit that a majority of American governments have passed new laws since 2009 "
@@ -54,21 +54,21 @@ def main():
 
     name, model = pick_model(args.checkpoint)
     cfg = model.cfg
-    print(f"model: {name}  (N={cfg.N}/{cfg.n_dec}, h={cfg.h}, d_model={cfg.d_model})")
+    print(f"model: {name}  (N={cfg.N}/{cfg.N_dec}, h={cfg.h}, d_model={cfg.d_model})")
     for beam in (1, 4):
-        sec, res = timed(lambda: model.attend(FIG3, beam=beam), args.repeat)
+        sec, res = timed(lambda beam=beam: model.attend(FIG3, beam=beam), args.repeat)
         print(f"cold translation + all maps, beam {beam}: {sec:6.2f} s   "
               f"({len(res.src_tokens)} source, {len(res.tgt_tokens)} target tokens)")
     res = model.attend(FIG3)
     sec, _ = timed(lambda: model.attend(FIG3, tgt=res.tgt), args.repeat)
     print(f"teacher-forced maps only (no decoding):   {sec:6.2f} s")
 
-    v = attention_view(res, "enc_self")
+    v = res.view("enc_self")
     builders = {
         "one head heatmap": lambda: heatmap_figure(v.maps[4, 0], v.rows, v.cols),
         "model view (all heads)": lambda: model_view_figure(v.maps, v.rows, v.cols, selected=(4, 0)),
         "head view (lines)": lambda: head_view_figure(v.rows, v.cols, v.maps[4]),
-        "whole words (merge)": lambda: attention_view(res, "enc_self", words=True),
+        "whole words (merge)": lambda: res.view("enc_self", words=True),
     }
     for label, build in builders.items():
         sec, fig = timed(build, args.repeat)

@@ -72,7 +72,8 @@ def widget_state(kind: str, w) -> WidgetState | None:
         elif w.HasField("default"):
             s.string_value = w.options[w.default]
     elif kind == "button_group":                  # segmented_control, pills
-        s.string_array_value.data.extend(list(w.raw_values) if w.set_value else [w.options[i].content for i in w.default])
+        chosen = list(w.raw_values) if w.set_value else [w.options[i].content for i in w.default]
+        s.string_array_value.data.extend(chosen)
     elif kind == "checkbox":                      # checkbox, toggle
         s.bool_value = w.value if w.set_value else w.default
     elif kind in ("text_area", "text_input"):
@@ -104,7 +105,7 @@ class Session:
 
     def switch(self, key: str, rng: random.Random, label: str | None = None) -> str:
         """Pick another option of the selectbox with this key, as a click in its list does; returns the label."""
-        for wid, (kind, proto) in self.elements.items():
+        for wid, (_kind, proto) in self.elements.items():
             if wid.endswith("-" + key) and wid in self.states:
                 label = label or rng.choice([o for o in proto.options if o != self.states[wid].string_value])
                 self.states[wid].string_value = label
@@ -191,7 +192,7 @@ def proc_stat(pid: int | None) -> tuple[float | None, float | None]:
 
 
 def start_server(port: int, checkpoints: str | None, page_profile: bool, run_log: str):
-    """`streamlit run app/main.py` on this port as the README starts it, logging its runs (plus PageProfile if asked)."""
+    """`streamlit run app/main.py` on this port logging its runs (and PageProfile if asked)."""
     env = dict(os.environ, ATTN_EXPLORER_RUN_LOG=run_log,
                **({"ATTN_EXPLORER_CHECKPOINTS": checkpoints} if checkpoints else {}))
     cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "main.py"), "--server.port", str(port),
@@ -299,7 +300,8 @@ def pct(xs: list, q: int) -> float:
 
 def report(name: str, runs: list[Run], watch: ServerWatch) -> dict:
     """Print one phase's figures (milliseconds); return them for the summary line."""
-    ms = lambda attr: [getattr(r, attr) * 1000 for r in runs if getattr(r, attr) is not None]
+    def ms(attr):
+        return [getattr(r, attr) * 1000 for r in runs if getattr(r, attr) is not None]
     logged = [s * 1000 for s in watch.logged]
     script = logged or ms("script")
     rt, ex = [r.round_trip * 1000 for r in runs if not r.errors], ms("exec_time")

@@ -80,6 +80,11 @@ async def light_switch(url: str, session_cls, timeout_s: float) -> tuple:
     return s, run
 
 
+def first_difference(a: list, b: list) -> int:
+    """Index of the first place where two lists differ (the shorter length if one is a prefix of the other)."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
 def check_against_browser(url: str, session_cls, timeout_s: float = 600) -> bool:
     s, run = asyncio.run(light_switch(url, session_cls, timeout_s))
     ours = s.sent[-1]
@@ -92,13 +97,14 @@ def check_against_browser(url: str, session_cls, timeout_s: float = 600) -> bool
             problems.append(f"widget {wid.rsplit('-', 1)[-1]}: client {a.get(wid)} browser {b.get(wid)}")
     if ours.rerun_script.page_script_hash != theirs.rerun_script.page_script_hash:
         problems.append("page_script_hash differs")
-    fields = lambda m: sorted(MessageToDict(m.rerun_script, preserving_proto_field_name=True))
+    def fields(m):
+        return sorted(MessageToDict(m.rerun_script, preserving_proto_field_name=True))
     if fields(ours) != fields(theirs):
         problems.append(f"ClientState fields: client {fields(ours)}, browser {fields(theirs)}")
     shape = run_shape(frames)
     if run.deltas != shape:
         problems.append(f"deltas of the switch: client {len(run.deltas)}, browser {len(shape)} "
-                        f"(first difference at {next((i for i, (x, y) in enumerate(zip(run.deltas, shape)) if x != y), min(len(shape), len(run.deltas)))})")
+                        f"(first difference at {first_difference(run.deltas, shape)})")
     print(f"browser check (head -> {label!r}): {len(b)} widget states, {len(shape)} deltas in Chromium's run: "
           + ("the light client sent the same BackMsg and got the same deltas" if not problems else "DIFFERENT"))
     for p in problems:

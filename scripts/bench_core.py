@@ -60,7 +60,7 @@ class TorchReference(nn.Module):
         self.transformer = nn.Transformer(
             **kw, custom_encoder=nn.TransformerEncoder(nn.TransformerEncoderLayer(**kw), cfg.N, norm=None,
                                                        enable_nested_tensor=False),
-            custom_decoder=nn.TransformerDecoder(nn.TransformerDecoderLayer(**kw), cfg.n_dec, norm=None))
+            custom_decoder=nn.TransformerDecoder(nn.TransformerDecoderLayer(**kw), cfg.N_dec, norm=None))
         self.generator = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.generator.weight = self.embed.weight
 
@@ -100,7 +100,8 @@ def bench_train(args, device):
     B, L = (16, 30) if args.quick else (64, 30)
     repeats = 3 if args.quick else 7
     torch.manual_seed(0)
-    models = {"ours": core.Transformer(cfg).to(device).train(), "nn.Transformer": TorchReference(cfg).to(device).train()}
+    models = {"ours": core.Transformer(cfg).to(device).train(),
+              "nn.Transformer": TorchReference(cfg).to(device).train()}
     n_params = {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()}
     opts = {k: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9) for k, m in models.items()}
     g = torch.Generator().manual_seed(0)
@@ -230,7 +231,8 @@ def bench_attend(args, device, tm, what):
           f"{1000 * t_fused:.1f} ms{cpu_note(device)}")
     reps = max(3, repeats // 4)
     t, r = timed(lambda: tm.attend(src), reps, device)
-    print(f"    with greedy translation: {1000 * t:7.1f} ms{cpu_note(device)}  (median of {reps}; {len(r.out_tokens)} output pieces"
+    print(f"    with greedy translation: {1000 * t:7.1f} ms{cpu_note(device)}  (median of {reps}; "
+          f"{len(r.out_tokens)} output pieces"
           f"{', random weights decode to the length limit' if 'random' in what else ''})")
 
 
@@ -240,7 +242,7 @@ def bench_translate(args, device, tm, what):
     n_src = int((src != 0).sum())
     print(f"(c) translate() throughput, {len(lines)} sentences in one batch ({n_src} source pieces), {what}")
     for beam in (1, 4):
-        t, out = timed(lambda: tm.translate(lines, beam=beam), 1, device)
+        t, out = timed(lambda beam=beam: tm.translate(lines, beam=beam), 1, device)
         n_out = sum(len(tm.tokenizer.encode(o, "tgt")) for o in out)
         print(f"    beam {beam}: {len(lines) / t:7.2f} sentences/s, {n_out / t:7.0f} output pieces/s "
               f"({t:.2f} s{cpu_note(device, 1.0, 's')}; mean output {n_out / len(lines):.1f} pieces)")

@@ -74,7 +74,8 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(json.dumps(summary, indent=2, ensure_ascii=False))
-    pct = lambda v: "n/a" if v is None else f"{100 * v:.1f}%"
+    def pct(v):
+        return "n/a" if v is None else f"{100 * v:.1f}%"
     print(f"{args.checkpoint}: {pct(summary['accuracy'])} overall, {pct(summary['feminine'])} feminine, "
           f"{pct(summary['masc_neut'])} masculine/neuter ({summary['items']} items)", file=sys.stderr)
     return 0

@@ -6,8 +6,8 @@ Writes figure3.png, figure4_full.png, figure4_its.png, figure5_head*.png, figure
 (every head's score) and heads.json (the chosen layer and heads, every head's score, and for Figures 3
 and 4 whether any head links the words, in numbers and in words; layers and heads counted from 0
 there, from 1 in the pictures). Figure 4 is scored on 'its' -> 'Law' (the antecedent); the best head's
-share on 'application' (the next word) and its next-word score are printed beside it. Uses the app's builders and core/paper_figures.py,
-so the files match the app's "The paper's figures" page.
+share on 'application' (the next word) and its next-word score are printed beside it. Uses the app's
+builders and core/paper_figures.py, so the files match the app's "The paper's figures" page.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from app.figures.export import FORMATS, export_problem  # noqa: E402
-from app.figures.paper import describe_link, figure_set, score_grid_figure  # noqa: E402
+from app.figures.paper import describe_link, figure_set, find_heads, score_grid_figure  # noqa: E402
 from app.figures.style import install  # noqa: E402
 
 install()              # the app's readable text sizes in every figure built here (a Plotly template)
@@ -34,10 +34,10 @@ def build(model, label: str, words: bool = True, numbers=(3, 4, 5)) -> tuple[dic
     figures, summary = {}, {"checkpoint": label, "words": words, "figures": {},
                             "numbering": "layers and heads count from 0 here; add 1 for the paper's and the pictures'"}
     for number in numbers:
-        finder, sentence = pf.FIGURES[number]
+        sentence = pf.FIGURES[number][1]
         result = model.attend(sentence)
-        found = finder(result.enc_self, result.src_tokens, sentence)
-        figures.update(figure_set(number, result.src_tokens, result.enc_self, found.layer, found.heads, words, label))
+        found, view = find_heads(number, result, sentence, words)
+        figures.update(figure_set(number, view, found.layer, found.heads, label))
         figures[f"figure{number}_scores"] = score_grid_figure(
             found.scores, title=f"{label}: Figure {number} score of every head", chosen=(found.layer, found.heads))
         summary["figures"][str(number)] = {**found.to_dict(), "translation": result.tgt,
@@ -88,7 +88,8 @@ def main(argv=None) -> int:
         best = f["scores"][0]
         print(f"Figure {number}: layer {f['layer'] + 1}, heads {[h + 1 for h in f['heads']]} "
               f"(best score {best['score']:.2f}, even attention {f['chance']:.2f}"
-              + (f"; 'application' {best['→ application']:.2f}, next word {best['next word']:.2f}" if number == "4" else "")
+              + (f"; 'application' {best['→ application']:.2f}, next word {best['next word']:.2f}"
+                 if number == "4" else "")
               + ("" if f["linked"] is None else f"; a link from {f['threshold']:.2f}: {'yes' if f['linked'] else 'no'}")
               + ")")
     print(f"wrote {out / 'heads.json'}")

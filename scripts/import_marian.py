@@ -175,7 +175,7 @@ def convert_weights(state: dict, cfg: TransformerConfig) -> dict:
     logits_bias = state.get("final_logits_bias", torch.zeros(1, cfg.vocab_size))
     out["logits_bias"] = logits_bias.reshape(-1)
     used.add("final_logits_bias")
-    for stack, n, table in [("encoder", cfg.N, ENC_LAYER), ("decoder", cfg.n_dec, DEC_LAYER)]:
+    for stack, n, table in [("encoder", cfg.N, ENC_LAYER), ("decoder", cfg.N_dec, DEC_LAYER)]:
         for i in range(n):
             for ours, theirs in table.items():
                 for p in ("weight", "bias"):

@@ -41,7 +41,7 @@ def run_pair(args) -> dict:
 
 def curves(run: Path) -> tuple[dict, float]:
     """(step -> dev loss, median target tokens/s) of one run's log."""
-    lines = [json.loads(l) for l in (run / "train_log.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines()]
     dev = {r["step"]: r["loss"] for r in lines if r.get("kind") == "valid"}
     return dev, statistics.median(r["tokens_per_s"] for r in lines if "tokens_per_s" in r)
 

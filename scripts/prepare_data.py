@@ -109,13 +109,13 @@ def check_corpus(corpus: Path) -> dict[str, int]:
     if not corpus.is_dir():
         raise DataError(f"Corpus folder not found: {corpus}\n"
                         f"  Pass --corpus DIR, a folder holding train/valid/test .en and .de files.")
-    missing = [f"{s}.{l}" for s in SPLITS for l in LANGS if not (corpus / f"{s}.{l}").is_file()]
+    missing = [f"{s}.{lang}" for s in SPLITS for lang in LANGS if not (corpus / f"{s}.{lang}").is_file()]
     if missing:
         raise DataError(f"Missing file(s) in {corpus}: {', '.join(missing)}\n"
                         f"  Expected aligned files train.en/train.de, valid.en/valid.de, test.en/test.de.")
     counts = {}
     for split in SPLITS:
-        n_en, n_de = (count_lines(corpus / f"{split}.{l}") for l in LANGS)
+        n_en, n_de = (count_lines(corpus / f"{split}.{lang}") for lang in LANGS)
         if n_en != n_de:
             raise DataError(f"{split}.en has {n_en} lines but {split}.de has {n_de} lines in {corpus}.\n"
                             f"  Line i of {split}.en must translate line i of {split}.de; the files are not aligned.")
@@ -132,7 +132,7 @@ def read_lines(path: Path):
     with open(path, encoding="utf-8", newline="\n") as f:
         i = 0
         try:
-            for i, line in enumerate(f, 1):
+            for i, line in enumerate(f, 1):  # noqa: B007  (i names the line in the error below)
                 yield line.rstrip("\n")
         except UnicodeDecodeError as e:
             raise DataError(f"{path} is not valid UTF-8 (near line {i + 1}): {e}") from None
@@ -162,8 +162,8 @@ def clean_split(corpus: Path, out: Path, split: str, n_lines: int, max_words: in
     from tqdm import tqdm
 
     drop = split == "train"
-    sources = [corpus / f"{split}.{l}" for l in LANGS]
-    targets = [out / f"{split}.{l}" for l in LANGS]
+    sources = [corpus / f"{split}.{lang}" for lang in LANGS]
+    targets = [out / f"{split}.{lang}" for lang in LANGS]
     origin = corpus / "train.origin"
     if drop and origin.is_file():
         if count_lines(origin) == n_lines:

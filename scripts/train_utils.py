@@ -187,8 +187,9 @@ class JsonlLog:
     def __init__(self, path: Path, resume_step: int):
         self.path = path
         if path.exists():
-            keep = [l for l in path.read_text().splitlines() if _step(l) is not None and _step(l) <= resume_step]
-            atomic_write(path, "".join(l + "\n" for l in keep))
+            keep = [line for line in path.read_text().splitlines()
+                    if _step(line) is not None and _step(line) <= resume_step]
+            atomic_write(path, "".join(line + "\n" for line in keep))
         self.f = open(path, "a", encoding="utf-8")
 
     def write(self, record: dict) -> None:

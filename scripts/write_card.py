@@ -29,7 +29,8 @@ def card_markdown(card: dict, config: dict | None = None) -> str:
               f"- Trained here: {card.get('trained_here')}",
               f"- Data: `{(card.get('data') or {}).get('folder')}`",
               f"- Preset: {t.get('preset')}; parameters: {card.get('parameters'):,}" if card.get("parameters") else "",
-              "- Architecture: " + ", ".join(f"{k}={config[k]}" for k in ARCHITECTURE if k in config) if config else None,
+              ("- Architecture: " + ", ".join(f"{k}={config[k]}" for k in ARCHITECTURE if k in config))
+              if config else None,
               f"- Steps: {t.get('steps')}, epochs: {t.get('epochs')}, target tokens: {t.get('target_tokens')}",
               f"- Wall time: {t.get('wall_time_s', 0) / 3600:.2f} h on {t.get('hardware')}",
               f"- Batch: {t.get('max_tokens')} padded tokens x {t.get('accum')}; warmup {t.get('warmup')}, "
@@ -44,7 +45,8 @@ def card_markdown(card: dict, config: dict | None = None) -> str:
     lines += ["## Scores", ""]
     if card.get("dev_last"):
         d = card["dev_last"]
-        lines.append(f"- Dev (during training, greedy, first {d.get('bleu_sentences')} sentences): BLEU {d.get('bleu')}, "
+        lines.append(f"- Dev (during training, greedy, first {d.get('bleu_sentences')} sentences): "
+                     f"BLEU {d.get('bleu')}, "
                      f"perplexity {d.get('ppl')}"
                      + (f", source gain {d['source_gain']} nats/token" if d.get("source_gain") is not None else "")
                      + f" (step {d.get('step')})")
@@ -69,12 +71,13 @@ def card_markdown(card: dict, config: dict | None = None) -> str:
                      + ", ".join(f"{k} {pct(v)}" for k, v in (p.get("by_distance") or {}).items()))
     if (card.get("alignment") or {}).get("selected"):
         lines += alignment_lines(card["alignment"])
-    return "\n".join(l for l in lines if l is not None) + "\n"
+    return "\n".join(line for line in lines if line is not None) + "\n"
 
 
 def alignment_lines(a: dict) -> list[str]:
     """card["alignment"] (scripts/evaluate_alignment.py) as Markdown lines: held-out AER of the chosen head."""
-    pct = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"
+    def pct(x):
+        return "n/a" if x is None else f"{100 * x:.1f}%"
     s, b, d = a["selected"], a["best_layer"], a["diagonal"]
     out = [f"- Word alignment ({a.get('scored')} of {a.get('pairs')} RWTH de-en gold pairs, {a.get('method')}, "
            f"lower AER is better; chosen on the first {a['halves']['first']} pairs, AER on the other "

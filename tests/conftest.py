@@ -120,6 +120,16 @@ def tiny_model(vocab_size: int, seed: int = 0, **overrides) -> core.Transformer:
     return core.Transformer(core.preset("tiny", vocab_size=vocab_size, **overrides)).eval()
 
 
+def stopping_model(vocab_size: int, eos_bias: float = 100.0, **overrides) -> core.Transformer:
+    """A tiny random model for app and export tests: max_len 256, so that the paper's sentences fit in the tiny
+    tokenizer's many pieces, and an output bias on </s> that ends its translations at once (100) or after a
+    few pieces (3), so that translating costs next to nothing."""
+    model = tiny_model(vocab_size, max_len=256, final_logits_bias=True, **overrides)
+    with torch.no_grad():
+        model.logits_bias[model.cfg.eos_id] = eos_bias
+    return model
+
+
 @pytest.fixture(scope="session")
 def translation_model(tokenizer) -> core.TranslationModel:
     """A tiny random-weight model with the tiny tokenizer (translations are gibberish, shapes are real)."""

@@ -189,10 +189,11 @@ def test_evaluate_and_report(translation_model):
     pairs = al.read_gold(GOLD)
     ev = al.evaluate(translation_model, pairs)
     r = al.report(ev)
-    L, h = translation_model.cfg.n_dec, translation_model.cfg.h
+    L, h = translation_model.cfg.N_dec, translation_model.cfg.h
     assert r["pairs"] == 4 and r["scored"] == 4 and r["skipped"] == 0 and r["halves"]["first"] == 2
     assert len(r["heads"]) == 2 * (L * h + L + 1)
-    assert {x["shift"] for x in r["heads"]} == set(al.SHIFTS) and min(x["layer"] for x in r["heads"] if x["layer"] != "all") == 1
+    assert {x["shift"] for x in r["heads"]} == set(al.SHIFTS)
+    assert min(x["layer"] for x in r["heads"] if x["layer"] != "all") == 1
     singles = [x for x in r["heads"] if x["head"] != "mean"]
     assert r["selected"]["aer_first_half"] == min(x["aer_first_half"] for x in singles)
     assert r["diagonal"]["aer"] == pytest.approx(by_hand_diagonal_aer(pairs), abs=1e-4)
@@ -204,7 +205,8 @@ def test_evaluate_and_report(translation_model):
         res = translation_model.attend(src, tgt=tgt)
         A = al.select(al.word_maps(res, "read", *al.gold_slots(res, p)), 1, 2)
         links = {(t, int(np.argmax(row))) for t, row in enumerate(A)}
-        a_s, a_p, n_a, n_s = a_s + len(links & p.sure), a_p + len(links & p.possible), n_a + len(links), n_s + len(p.sure)
+        a_s, a_p = a_s + len(links & p.sure), a_p + len(links & p.possible)
+        n_a, n_s = n_a + len(links), n_s + len(p.sure)
     row = next(x for x in r["heads"] if (x["layer"], x["head"], x["shift"]) == (1, 2, "read"))
     assert row["aer"] == pytest.approx(1 - (a_s + a_p) / (n_a + n_s), abs=1e-4)
     assert len(r["grid"]["read"]) == L and len(r["grid"]["read"][0]) == h + 1
@@ -213,7 +215,8 @@ def test_evaluate_and_report(translation_model):
 
 def test_report_on_one_pair_is_valid_json(translation_model):
     r = al.report(al.evaluate(translation_model, al.read_gold(GOLD)[:1]))
-    assert r["halves"] == {"first": 1, "second": 0, "rule": "chosen on the first 1 of 1 given pairs, scored on the rest"}
+    rule = "chosen on the first 1 of 1 given pairs, scored on the rest"
+    assert r["halves"] == {"first": 1, "second": 0, "rule": rule}
     assert r["selected"]["aer_second_half"] is None and r["diagonal"]["aer_second_half"] is None
     json.loads(json.dumps(r, allow_nan=False))
 
@@ -242,7 +245,8 @@ def test_script_writes_json_and_only_the_alignment_key(tiny_checkpoint, tmp_path
     # the other way is kept beside it, and a --limit run leaves the card alone
     assert script.main([str(tiny_checkpoint), "--gold", str(GOLD), "--as-tokenized", "--no-progress"]) == 0
     card2 = json.loads((tiny_checkpoint / "card.json").read_text())
-    assert card2["alignment"]["selected"] == result["selected"] and card2["alignment"]["as_tokenized_result"]["pairs"] == 4
+    assert card2["alignment"]["selected"] == result["selected"]
+    assert card2["alignment"]["as_tokenized_result"]["pairs"] == 4
     assert script.main([str(tiny_checkpoint), "--gold", str(GOLD), "--limit", "2", "--no-progress"]) == 0
     assert json.loads((tiny_checkpoint / "card.json").read_text()) == card2
     md = card_markdown(card2)

@@ -2,6 +2,7 @@
 rollout, ablation, comparisons, and the annotated probe sets."""
 import math
 import string
+import warnings
 
 import numpy as np
 import pytest
@@ -133,7 +134,8 @@ def test_rollout_rows_sum_to_one_and_identity_stays_identity():
     r = analysis.rollout(raw)
     assert r.shape == (4, S, S)
     np.testing.assert_allclose(r.sum(-1), 1.0, atol=1e-12)
-    np.testing.assert_allclose(analysis.rollout(np.broadcast_to(np.eye(S), (3, 2, S, S))), np.broadcast_to(np.eye(S), (3, S, S)))
+    np.testing.assert_allclose(analysis.rollout(np.broadcast_to(np.eye(S), (3, 2, S, S))),
+                               np.broadcast_to(np.eye(S), (3, S, S)))
     one = analysis.rollout(uniform(L=1))[0]                                 # one layer: 0.5 uniform + 0.5 I
     np.testing.assert_allclose(one, 0.5 / S + 0.5 * np.eye(S))
     a1 = 0.5 * raw[0].mean(0) + 0.5 * np.eye(S)
@@ -152,10 +154,10 @@ ANAPHORA = [{"text": "the quick brown fox jumps over its lazy dog", "pronoun": "
 def test_head_scores_batched_equal_scores_from_attend(translation_model):
     tm = translation_model
     df = analysis.head_scores(tm, NEUTRAL, ANAPHORA, batch_size=2)          # one padded batch of two
-    N, Nd, h = tm.cfg.N, tm.cfg.n_dec, tm.cfg.h
+    N, Nd, h = tm.cfg.N, tm.cfg.N_dec, tm.cfg.h
     assert len(df) == (N + Nd) * h and df.attrs["sentences"] == {"enc_self": 3, "dec_self": 2, "anaphora": 1}
-    enc = [analysis.sentence_scores(tm.attend(p["en"], tgt=p["de"]).enc_self, tm.attend(p["en"], tgt=p["de"]).src_tokens)
-           for p in NEUTRAL]
+    alone = [tm.attend(p["en"], tgt=p["de"]) for p in NEUTRAL]
+    enc = [analysis.sentence_scores(r.enc_self, r.src_tokens) for r in alone]
     a = tm.attend(ANAPHORA[0]["text"], tgt="x")
     enc.append(analysis.sentence_scores(a.enc_self, a.src_tokens))
     expected = np.mean([e["previous"] for e in enc], axis=0)
@@ -163,14 +165,50 @@ def test_head_scores_batched_equal_scores_from_attend(translation_model):
     np.testing.assert_allclose(analysis.score_grid(df, "anaphora"),
                                analysis.anaphora_mass(a.enc_self, a.src_tokens, 6, 3), atol=1e-5)
     r = tm.attend(NEUTRAL[1]["en"], tgt=NEUTRAL[1]["de"])
-    dec = [analysis.sentence_scores(tm.attend(p["en"], tgt=p["de"]).dec_self, tm.attend(p["en"], tgt=p["de"]).tgt_tokens,
-                                    decoder=True) for p in NEUTRAL]
-    np.testing.assert_allclose(analysis.score_grid(df, "bos", "dec_self"), np.mean([d["bos"] for d in dec], 0), atol=1e-5)
+    dec = [analysis.sentence_scores(r.dec_self, r.tgt_tokens, decoder=True) for r in alone]
+    np.testing.assert_allclose(analysis.score_grid(df, "bos", "dec_self"), np.mean([d["bos"] for d in dec], 0),
+                               atol=1e-5)
     assert r.dec_self.shape[0] == Nd
     for s in ("previous", "self", "eos", "punctuation", "entropy_norm", "anaphora"):
         v = df.loc[df.attention == "enc_self", s]
         assert ((v >= -1e-6) & (v <= 1 + 1e-6)).all(), s
     assert df.loc[df.attention == "dec_self", "next"].isna().all()
+
+
+def test_every_head_score_in_padded_batches_is_the_mean_of_single_sentence_scores(translation_model):
+    """The whole table, from several padded batches, against scores of each sentence attended alone."""
+    tm = translation_model
+    neutral, anaphora = analysis.load_neutral()[:5], analysis.load_anaphora()[:4]
+    df = analysis.head_scores(tm, neutral, anaphora, batch_size=3)
+    enc, dec = [], []
+    for text, tgt, a in [(p["en"], p["de"], None) for p in neutral] + [(a["text"], None, a) for a in anaphora]:
+        r = tm.attend(text, tgt=tgt or "x")
+        s = analysis.sentence_scores(r.enc_self, r.src_tokens)
+        lines_up = a is not None and len([p for p in r.src_tokens if p.startswith("\u2581")]) == len(text.split())
+        s["anaphora"] = (analysis.anaphora_mass(r.enc_self, r.src_tokens, a["pronoun_index"], a["antecedent_index"])
+                         if lines_up else np.full(s["self"].shape, np.nan))
+        enc.append(s)
+        if tgt is not None:
+            dec.append(analysis.sentence_scores(r.dec_self, r.tgt_tokens, decoder=True))
+            np.testing.assert_allclose(dec[-1]["bos"], r.dec_self[..., 1:, 0].mean(-1), atol=1e-6)
+    assert df.attrs["sentences"] == {"enc_self": len(enc), "dec_self": len(dec),
+                                     "anaphora": sum(np.isfinite(s["anaphora"]).all() for s in enc)}
+    for kind, per_sentence in (("enc_self", enc), ("dec_self", dec)):
+        for name in analysis.SCORES:
+            stack = np.stack([s.get(name, np.full(s["self"].shape, np.nan)) for s in per_sentence])
+            with warnings.catch_warnings():                 # a score no sentence defines: the mean of nothing
+                warnings.simplefilter("ignore", RuntimeWarning)
+                expected = np.nanmean(stack, 0)
+            np.testing.assert_allclose(analysis.score_grid(df, name, kind), expected, atol=1e-5,
+                                       err_msg=f"{kind} {name}")
+
+
+def test_the_decoder_rests_on_its_start_token_whatever_its_name():
+    """Marian's decoder starts with <pad>: the bos score is the mass on position 0, not on a "<s>" label."""
+    attn = np.tile(np.array([[1.0, 0, 0], [0.7, 0.3, 0], [0.2, 0.5, 0.3]]), (1, 1, 1, 1))   # (1, 1, 3, 3)
+    for start in ("<s>", "<pad>"):
+        scores = analysis.sentence_scores(attn, [start, "\u2581Haus", "</s>"], decoder=True)
+        np.testing.assert_allclose(scores["bos"], [[(0.7 + 0.2) / 2]])
 
 
 def test_rank_heads_and_score_grid():
@@ -217,7 +255,8 @@ def test_sweep_reports_progress_and_one_row_per_head(translation_model):
 def test_dev_slice_prefers_the_checkpoints_validation_data(translation_model, tmp_path):
     (tmp_path / "valid.en").write_text("one\ntwo\nthree\n", encoding="utf-8")
     (tmp_path / "valid.de").write_text("eins\nzwei\ndrei\n", encoding="utf-8")
-    tm = core.TranslationModel(translation_model.model, translation_model.tokenizer, {"data": {"folder": str(tmp_path)}})
+    tm = core.TranslationModel(translation_model.model, translation_model.tokenizer,
+                               {"data": {"folder": str(tmp_path)}})
     src, ref, where = ablation.dev_slice(tm, n=2)
     assert (src, ref) == (["one", "two"], ["eins", "zwei"]) and "validation" in where
     src, ref, where = ablation.dev_slice(translation_model, n=5, root=tmp_path)
@@ -241,7 +280,7 @@ def test_compare_same_model_is_zero_and_another_model_is_not(translation_model, 
         np.testing.assert_allclose(same.js[kind], 0.0, atol=1e-6)
     diff = compare.compare_results(*compare.attend_both(tm, other, "a man in a blue shirt", tgt="ein Mann"))
     assert diff.a.tgt == diff.b.tgt == "ein Mann"
-    assert (diff.js["enc_self"] > 1e-4).all() and diff.js["cross"].shape == (tm.cfg.n_dec, tm.cfg.h)
+    assert (diff.js["enc_self"] > 1e-4).all() and diff.js["cross"].shape == (tm.cfg.N_dec, tm.cfg.h)
 
 
 def test_compare_across_tokenizers_goes_word_by_word(translation_model):

@@ -80,7 +80,8 @@ def test_page_runs_with_the_untrained_model_and_has_its_widgets(new_app):
 def test_switching_layer_head_or_view_redraws_without_running_the_model_again(new_app, monkeypatch):
     calls = []
     real_attend = core.TranslationModel.attend
-    monkeypatch.setattr(core.TranslationModel, "attend", lambda self, *a, **k: calls.append(a) or real_attend(self, *a, **k))
+    monkeypatch.setattr(core.TranslationModel, "attend",
+                        lambda self, *a, **k: calls.append(a) or real_attend(self, *a, **k))
     at = new_app("Two dogs run across a green field near the old barn.", tgt="Zwei Hunde rennen.")  # not cached yet
     assert_healthy(at)
     assert len(calls) == 1
@@ -98,7 +99,7 @@ def test_switching_layer_head_or_view_redraws_without_running_the_model_again(ne
     at.segmented_control(key="view").set_value("grid").run()
     assert_healthy(at)
     grid, large = figures(at)
-    assert grid["layout"]["yaxis"]["ticktext"] == [f"layer {l}" for l in range(1, 7)]
+    assert grid["layout"]["yaxis"]["ticktext"] == [f"layer {n}" for n in range(1, 7)]
     assert "layer 1 of 6, head 4 of 8" in title(large)
 
     at.segmented_control(key="view").set_value("lines").run()

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 import core
-from core import paper_figures as pf
+from conftest import stopping_model
 
 PAGES = Path(__file__).resolve().parents[1] / "app" / "views"
 NAME = "tiny-app"
@@ -43,11 +42,8 @@ def tiny_folder(tmp_path_factory, tokenizer):
     Six encoder layers, like the paper's, so that its "layer 5 of 6" exists; max_len 256 so that the
     paper's sentences fit in the tiny tokenizer's many pieces.
     """
-    torch.manual_seed(0)
-    cfg = core.preset("tiny", N=6, N_dec=1, vocab_size=len(tokenizer), max_len=256, final_logits_bias=True)
-    model = core.Transformer(cfg).eval()
-    with torch.no_grad():
-        model.logits_bias[cfg.eos_id] = 100.0
+    model = stopping_model(len(tokenizer), N=6, N_dec=1)
+    cfg = model.cfg
     root = tmp_path_factory.mktemp("checkpoints")
     folder = root / NAME
     card = {"name": NAME, "trained_here": True, "parameters": 123_456,
@@ -150,7 +146,8 @@ def test_checkpoint_page_replays_snapshots(with_tiny):
     assert "86,361 sentence pairs" in at.markdown[0].value
     slider = at.select_slider(key="snap_step")
     assert [int(o) for o in slider.options] == list(STEPS) and int(slider.value) == STEPS[-1]
-    title = lambda: spec(at.get("plotly_chart")[-1])["layout"]["title"]["text"]
+    def title():
+        return spec(at.get("plotly_chart")[-1])["layout"]["title"]["text"]
     assert title().startswith("Step 300")
     slider.set_value(150).run()
     assert ok(at) and title().startswith("Step 150")

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 import core
 from app.figures.pronouns import encoder_rows, form_figure, writing_rows
+from conftest import stopping_model
 from core import paper_figures as pf
 from core import pronouns as P
 
@@ -21,13 +21,9 @@ TIMEOUT = 180                       # the machine's cores are shared with a trai
 @pytest.fixture(scope="module")
 def tiny_root(tmp_path_factory, tokenizer):
     """checkpoints/tiny-pronouns: a random tiny model whose own translations stop after a few pieces."""
-    torch.manual_seed(0)
-    cfg = core.preset("tiny", vocab_size=len(tokenizer), max_len=256, final_logits_bias=True)
-    model = core.Transformer(cfg).eval()
-    with torch.no_grad():
-        model.logits_bias[cfg.eos_id] = 3.0
     root = tmp_path_factory.mktemp("checkpoints")
-    core.save_checkpoint(root / NAME, model, tokenizer, {"name": NAME, "trained_here": True})
+    core.save_checkpoint(root / NAME, stopping_model(len(tokenizer), eos_bias=3.0), tokenizer,
+                         {"name": NAME, "trained_here": True})
     return root
 
 
@@ -75,14 +71,16 @@ def test_a_set_sentence_shows_the_models_choice_and_where_it_looked(tm):
     charts = at.get("plotly_chart")
     assert len(charts) == 3
     bars = spec(charts[0])["data"]
-    form_of = lambda x: x.split("<br>")[0].replace(" ✓", "")
+    def form_of(x):
+        return x.split("<br>")[0].replace(" ✓", "")
     shown = {form_of(x): y for trace in bars for x, y in zip(trace["x"], values(trace["y"]))}
     assert shown == pytest.approx(dict(zip(choice.table.form, choice.table.probability)), rel=1e-4)
     ticks = [x for trace in bars for x in trace["x"]]
     assert sum("✓" in x for x in ticks) == 6 and all(("✓" in x) == x.startswith("ihr") for x in ticks)  # die Bank
     assert [form_of(x) for x in ticks if "in the German" in x] == ["ihre"]
     result = tm.attend(item["en"], tgt=item["de"])
-    layer = pf.best_layer(pf.dependency_scores(result.enc_self, result.src_tokens, "its", [item["antecedent"]]), k=2)
+    layer = pf.best_layer(pf.dependency_scores(pf.word_view(result.enc_self, result.src_tokens), "its",
+                                               [item["antecedent"]]), k=2)
     titles = [spec(c)["layout"]["title"]["text"] for c in charts]
     assert f"from 'its', layer {layer + 1}" in titles[1] and "while writing 'ihre'" in titles[2]
     assert "Whole-sentence test" in " ".join(md.value for md in at.markdown)
@@ -127,11 +125,11 @@ def test_the_untrained_model_works_and_says_so(tmp_path, monkeypatch):
 def test_builders_pick_the_right_rows(tm):
     item = P.load_pronoun_set()[0]
     result = tm.attend(item["en"], tgt=item["de"])
-    enc, rows, cols = encoder_rows(result, 3, 1)                                   # 'its' is word 3
+    enc, rows, cols = encoder_rows(result.view("enc_self", words=True), 3, 1)       # 'its' is word 3
     assert enc.shape == (tm.cfg.h, len(cols)) and rows[0] == "head 1" and cols[3] == "its"
     assert enc.sum(-1) == pytest.approx(1.0, abs=1e-4)                             # a word's row, merged, sums to 1
-    cross, rows, cols = writing_rows(result, 3)                                    # 'ihre' is word 3 of the German
-    assert cross.shape == (tm.cfg.n_dec * tm.cfg.h, len(cols)) and rows[-1] == f"layer {tm.cfg.n_dec} · head {tm.cfg.h}"
+    cross, rows, cols = writing_rows(result.view("cross", words=True), 3)          # 'ihre' is word 3 of the German
+    assert cross.shape == (tm.cfg.N_dec * tm.cfg.h, len(cols)) and rows[-1] == f"layer {tm.cfg.N_dec} · head {tm.cfg.h}"
     assert cross.sum(-1) == pytest.approx(1.0, abs=1e-4)
     choice = P.form_probabilities(tm, item["en"], item["de"])
     fig = form_figure(choice.table, "ihre", None)

@@ -94,7 +94,8 @@ def test_explorer_in_a_real_browser(app_url):
         page.goto(app_url + "/?text=A+man+is+standing+on+a+ladder.")     # a short sentence: a quick start
         page.wait_for_selector(".js-plotly-plot text.gtitle")
         assert "head 1 of 8" in plot_title(page)
-        assert page.get_by_role("textbox", name="Sentence to translate").input_value() == "A man is standing on a ladder."
+        typed = page.get_by_role("textbox", name="Sentence to translate").input_value()
+        assert typed == "A man is standing on a ladder."
 
         # type another sentence: the heatmap gets other rows
         before = page.locator(".js-plotly-plot .ytick").count()
@@ -171,4 +172,23 @@ def test_pronoun_page_in_a_real_browser(app_url):
         page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text.gtitle')]"
                                ".some(t => t.textContent.includes(\"while writing 'seinen'\"))")
         page.screenshot(path=str(ARTIFACTS / "pronouns.png"), full_page=True)
+        assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_queries_and_keys_page_in_a_real_browser(app_url):
+    """'Queries and keys': one head's points, a sentence's map for the same head, then every head of the layer."""
+    with browser_page() as page:
+        page.goto(app_url + "/qk")
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text.gtitle')]"
+                               ".some(t => t.textContent.includes('queries and'))")
+        assert "layer 1 of 6, head 1 of 8" in plot_title(page)
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Sentence").click()
+        page.get_by_role("option").nth(1).click()
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text.gtitle')]"
+                               ".some(t => t.textContent.startsWith('Sentence 2: Encoder self-attention'))")
+        page.screenshot(path=str(ARTIFACTS / "qk_one_head.png"), full_page=True)
+        page.get_by_text("Every head of the layer", exact=True).click()
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text')]"
+                               ".some(t => t.textContent === 'head 8')")
+        page.screenshot(path=str(ARTIFACTS / "qk_layer.png"))
         assert page.locator('[data-testid="stException"]').count() == 0

@@ -130,3 +130,19 @@ def test_tokenizer_of_the_wrong_size(tmp_path, tokenizer):
     core.load_model(tmp_path)                                  # the weights alone are fine
     with pytest.raises(core.CheckpointError, match="do not belong together"):
         core.load_checkpoint(tmp_path)
+
+
+def test_decoder_depth_has_one_name_and_old_configs_still_load(tmp_path, translation_model):
+    """N_dec is an int after construction; a config.json saved with "N_dec": null (before) loads with N_dec = N
+    and round-trips; one saved with 3 (the shipped checkpoints) keeps 3."""
+    assert core.preset("tiny").N_dec == core.preset("tiny").N == 2 and core.preset("small").N_dec == 3
+    assert not hasattr(core.preset("tiny"), "n_dec")
+    core.save_checkpoint(tmp_path, translation_model.model, translation_model.tokenizer, dtype=torch.float32)
+    config = json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))
+    assert config["N_dec"] == config["N"] == 2
+    (tmp_path / "config.json").write_text(json.dumps({**config, "N_dec": None}), encoding="utf-8")   # as saved before
+    old = core.load_checkpoint(tmp_path)
+    assert old.cfg.N_dec == 2 and len(old.model.decoder) == 2 and old.cfg == translation_model.cfg
+    assert core.TransformerConfig.from_dict(json.loads(old.cfg.to_json())) == old.cfg
+    three = core.TransformerConfig.from_dict({**config, "N": 6, "N_dec": 3})
+    assert (three.N, three.N_dec) == (6, 3) and json.loads(three.to_json())["N_dec"] == 3

@@ -1,10 +1,8 @@
 """core.emergence and its curves: pronoun hits, per-snapshot Figure 3/4 scores, on maps where the answer is known."""
-import json
 
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 import core
 from app.figures.training import emergence_charts, emergence_summary
@@ -29,10 +27,16 @@ def pronoun_rows():
     head 3: the pieces disagree (all on 'minister'; 0.9 'said' + 0.1 'would'): their mean decides, a hit.
     """
     rows = np.zeros((1, 4, 2, len(PRON)))
-    rows[0, 0, :, MINISTER] = 0.3; rows[0, 0, :, SAID] = 0.4
-    rows[0, 1, :, SELF] = 0.5; rows[0, 1, :, EOS] = 0.3; rows[0, 1, :, MINISTER[0]] = 0.2
-    rows[0, 2, :, SAID] = 0.6; rows[0, 2, :, MINISTER[1]] = 0.4
-    rows[0, 3, 0, MINISTER] = 0.5; rows[0, 3, 1, SAID] = 0.9; rows[0, 3, 1, 7] = 0.1
+    rows[0, 0, :, MINISTER] = 0.3
+    rows[0, 0, :, SAID] = 0.4
+    rows[0, 1, :, SELF] = 0.5
+    rows[0, 1, :, EOS] = 0.3
+    rows[0, 1, :, MINISTER[0]] = 0.2
+    rows[0, 2, :, SAID] = 0.6
+    rows[0, 2, :, MINISTER[1]] = 0.4
+    rows[0, 3, 0, MINISTER] = 0.5
+    rows[0, 3, 1, SAID] = 0.9
+    rows[0, 3, 1, 7] = 0.1
     return rows
 
 
@@ -84,17 +88,20 @@ def test_snapshot_scores_find_when_the_head_appears(tmp_path):
     before, after = table.iloc[0], table.iloc[1]
     assert not before.fig4_linked and before.fig4_score == pytest.approx(2 / 14, abs=2e-3)
     assert (after.fig4_layer, after.fig4_head, after.fig4_linked) == (1, 2, True)
-    assert after.fig4_score == pytest.approx(0.9, abs=2e-3) and after.fig4_application == pytest.approx(0.2 / 12, abs=1e-3)
+    assert after.fig4_score == pytest.approx(0.9, abs=2e-3)
+    assert after.fig4_application == pytest.approx(0.2 / 12, abs=1e-3)
     assert after.fig4_threshold == 0.5                      # 10 x 2/14 is more than all: half of it
     assert after.hit_rate == 1.0 and before.hit_best == 0.0 and after.hit_chance == pytest.approx(1 / 6)
     assert "fig3_score" not in table                       # no probe sentence has 'making … more difficult'
     found = em.appearance(table, 4)
     assert found["appeared"] and found["first_step"] == 200 and found["linked"] == 1 and found["snapshots"] == 2
-    assert found["first"] == found["last"] == {"step": 200, "layer": 1, "head": 2, "score": pytest.approx(0.9, abs=2e-3)}
+    expected = {"step": 200, "layer": 1, "head": 2, "score": pytest.approx(0.9, abs=2e-3)}
+    assert found["first"] == found["last"] == expected
     assert em.appearance(table, 3) is None
     assert "appeared at step 200" in emergence_summary(found, 4)
     final = {"fig4_score": 0.2, "fig4_linked": False, "fig4_layer": 0, "fig4_head": 1}
-    assert emergence_summary(found, 4, final).endswith("no head links them: the best puts 0.20 there (layer 1, head 2).")
+    summary = emergence_summary(found, 4, final)
+    assert summary.endswith("no head links them: the best puts 0.20 there (layer 1, head 2).")
     assert "do not hold the Figure 3 sentence" in emergence_summary(None, 3)
     assert "No anaphora head appeared" in emergence_summary(em.appearance(table.iloc[:1], 4), 4)
 
@@ -106,7 +113,8 @@ def test_emergence_charts_draw_snapshots_final_weights_and_the_log(tmp_path):
                                                             None]})
     charts = emergence_charts(table, final, valids)
     assert set(charts) == {"heads", "pronouns"}
-    rows = lambda c: [r for ds in c.to_dict()["datasets"].values() for r in ds]
+    def rows(c):
+        return [r for ds in c.to_dict()["datasets"].values() for r in ds]
     heads = rows(charts["heads"])
     law = [r for r in heads if r["series"].startswith("Figure 4: 'its' → 'Law'")]
     assert [(r["step"], r["source"]) for r in law] == [(100, "snapshot"), (200, "snapshot"), (250, "final weights")]

@@ -2,26 +2,19 @@
 import json
 
 import pytest
-import torch
 
 import core
+from conftest import stopping_model
 from core import paper_figures as pf
 from scripts import export_figures
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory, tokenizer):
-    """A tiny random model; max_len 256 so that the paper's sentences fit in the tiny tokenizer's many pieces.
-
-    A large output bias on </s> makes it stop at once, so that translating costs nothing.
-    """
-    torch.manual_seed(0)
-    cfg = core.preset("tiny", vocab_size=len(tokenizer), max_len=256, final_logits_bias=True)
-    model = core.Transformer(cfg).eval()
-    with torch.no_grad():
-        model.logits_bias[cfg.eos_id] = 100.0
+    """A tiny random model that stops translating at once (conftest.stopping_model)."""
     folder = tmp_path_factory.mktemp("ckpt") / "tiny-export"
-    return core.save_checkpoint(folder, model, tokenizer, {"name": "tiny-export", "trained_here": True})
+    return core.save_checkpoint(folder, stopping_model(len(tokenizer)), tokenizer,
+                                {"name": "tiny-export", "trained_here": True})
 
 
 def test_json_names_the_heads_core_finds(checkpoint, tmp_path, capsys):

@@ -2,24 +2,13 @@
 import numpy as np
 import pytest
 
-import core
-from app.figures.attention import (attention_view, head_colors, head_view_figure, heatmap_figure,
-                                   model_view_figure, safe)
+from app.figures.attention import head_colors, head_view_figure, heatmap_figure, model_view_figure, safe
 
 
 def rows_summing_to_one(*shape, seed=0):
     """Random attention maps: non-negative, each row sums to 1, deliberately uneven."""
     x = np.random.default_rng(seed).gamma(0.3, size=shape)
     return (x / x.sum(-1, keepdims=True)).astype(np.float32)
-
-
-def fake_result(src_tokens, tgt_tokens, n_enc=2, n_dec=2, h=3):
-    """An AttendResult with random maps of the right shapes (no model needed)."""
-    S, T = len(src_tokens), len(tgt_tokens)
-    return core.AttendResult(
-        src="", tgt="", src_tokens=src_tokens, tgt_tokens=tgt_tokens, out_tokens=tgt_tokens[1:] + ["</s>"],
-        enc_self=rows_summing_to_one(n_enc, h, S, S, seed=1), dec_self=rows_summing_to_one(n_dec, h, T, T, seed=2),
-        cross=rows_summing_to_one(n_dec, h, T, S, seed=3), teacher_forced=True)
 
 
 SRC = ["▁the", "▁cat", "▁saw", "▁the", "▁do", "g", "</s>"]
@@ -50,38 +39,6 @@ def test_labels_are_escaped_so_plotly_shows_them_literally():
     assert safe("</s>") == "&lt;/s&gt;" and safe("a<b>b") == "a&lt;b&gt;b" and safe("R&D") == "R&amp;D"
 
 
-def test_attention_view_pieces_words_and_specials():
-    r = fake_result(SRC, TGT)
-    v = attention_view(r, "enc_self")
-    assert v.rows == SRC and v.cols == SRC and v.maps.shape == (2, 3, 7, 7) and v.row_sums_to_one
-    # decoder rows: what each step writes; columns: what it has read
-    v = attention_view(r, "dec_self")
-    assert v.rows == r.out_tokens and v.cols == TGT
-    v = attention_view(r, "cross")
-    assert v.rows == r.out_tokens and v.cols == SRC and v.maps.shape == (2, 3, 5, 7)
-    # whole words: "▁do" "g" -> "dog", rows still sum to 1
-    v = attention_view(r, "enc_self", words=True)
-    assert v.cols == ["the", "cat", "saw", "the", "dog", "</s>"]
-    np.testing.assert_allclose(v.maps.sum(-1), 1.0, atol=1e-5)
-    assert v.maps.shape == (2, 3, 6, 6)
-    np.testing.assert_allclose(v.maps[0, 0, 0, 4], r.enc_self[0, 0, 0, 4] + r.enc_self[0, 0, 0, 5], rtol=1e-5)
-    # hidden specials: dropped, not renormalised
-    v = attention_view(r, "enc_self", specials=False)
-    assert "</s>" not in v.rows + v.cols and v.maps.shape == (2, 3, 6, 6) and not v.row_sums_to_one
-    np.testing.assert_allclose(v.maps, r.enc_self[..., :6, :6])
-    assert (v.maps.sum(-1) < 1.0).all()
-    v = attention_view(r, "cross", specials=False)
-    assert v.rows == r.out_tokens[:-1] and v.cols == SRC[:-1]
-    with pytest.raises(ValueError, match="kind"):
-        attention_view(r, "self")
-
-
-def test_hiding_specials_keeps_them_when_nothing_else_is_left():
-    r = fake_result(["▁hi", "</s>"], ["<s>"])             # the model wrote nothing but </s>
-    v = attention_view(r, "dec_self", specials=False)
-    assert v.rows == ["</s>"] and v.cols == ["<s>"]
-
-
 def test_model_view_places_every_head_in_its_tile():
     maps = rows_summing_to_one(3, 4, 5, 6)
     fig = model_view_figure(maps, TGT, SRC[:6], selected=(2, 1))
@@ -89,13 +46,13 @@ def test_model_view_places_every_head_in_its_tile():
     z = np.asarray(hm.z)
     gap = (z.shape[1] - 4 * 6) // 3
     assert z.shape == (3 * 5 + 2 * gap, 4 * 6 + 3 * gap)
-    for l in range(3):
+    for layer in range(3):
         for h in range(4):
-            r0, c0 = l * (5 + gap), h * (6 + gap)
-            np.testing.assert_allclose(z[r0:r0 + 5, c0:c0 + 6], maps[l, h])
+            r0, c0 = layer * (5 + gap), h * (6 + gap)
+            np.testing.assert_allclose(z[r0:r0 + 5, c0:c0 + 6], maps[layer, h])
     assert fig.layout.coloraxis.cmin == 0.0 and fig.layout.coloraxis.cmax == pytest.approx(maps.max())
     # every (layer, head) can be clicked, and the selected one is framed
-    assert {tuple(c) for c in np.asarray(targets.customdata).tolist()} == {(l, h) for l in range(3) for h in range(4)}
+    assert {tuple(c) for c in np.asarray(targets.customdata).tolist()} == {(i, h) for i in range(3) for h in range(4)}
     (rect,) = fig.layout.shapes
     assert rect.x0 < 1 * (6 + gap) < rect.x1 < 2 * (6 + gap) and rect.y0 < 2 * (5 + gap) < rect.y1
     assert list(fig.layout.yaxis.ticktext) == ["layer 1", "layer 2", "layer 3"]
@@ -145,6 +102,10 @@ def test_head_view_focus_heads_and_thresholds():
     fig = head_view_figure(TGT, SRC, attn, focus=2)
     left = [tr for tr in fig.data if tr.meta and tr.meta.get("tokens") == 0][0]
     assert left.text[2] == "<b>▁Kat</b>" and left.text[0] == "&lt;s&gt;"
+    # hover names each token with its position counted from 1, as the heatmap does
+    right = [tr for tr in fig.data if tr.meta and tr.meta.get("tokens") == 1][0]
+    assert left.hovertext[0].startswith("&lt;s&gt; (1)<br>head 1: ") and left.hovertext[2].startswith("▁Kat (3)")
+    assert list(right.hovertext) == [f"{t} ({j + 1})" for j, t in enumerate(SRC[:-1] + ["&lt;/s&gt;"])]
     with pytest.raises(ValueError, match="tokens"):
         head_view_figure(TGT, SRC[:-1], attn)
 

@@ -158,7 +158,8 @@ def test_snapshots_in_step_order(tmp_path):
     with pytest.raises(KeyError):
         training.read_snapshot(steps[0][1], 0, "cross")
     assert training.read_probes(tmp_path) == [probe]
-    assert training.snapshot_labels(probe, "cross") == (probe["out_tokens"], probe["src_tokens"])
+    view = core.attention_view(training.read_probes(tmp_path)[0], "cross", maps=np.zeros((1, 1, 2, 3)))
+    assert (view.rows, view.cols) == (probe["out_tokens"], probe["src_tokens"])     # a probe labels as a result does
     assert training.snapshot_steps(None) == [] and training.read_probes(tmp_path / "nothing") == []
 
 
@@ -178,13 +179,19 @@ def test_score_grid_puts_each_score_in_its_cell():
 def test_figure_set_names_and_word_merging():
     tokens = ["▁The", "▁La", "w", "▁is", "▁it", "s", "▁own", "</s>"]
     attn = np.random.default_rng(0).dirichlet(np.ones(8), size=(2, 3, 8))
-    figs = paper.figure_set(4, tokens, attn, 1, [2, 0])
+    view = pf.word_view(attn, tokens)
+    figs = paper.figure_set(4, view, 1, [2, 0])
     assert list(figs) == ["figure4_full", "figure4_its"]
     assert "head 3" in figs["figure4_full"].layout.title.text and "head 1" in figs["figure4_its"].layout.title.text
-    labels, merged = paper.layer_view(tokens, attn, 1, words=True)
-    assert labels == ["The", "Law", "is", "its", "own", "</s>"] and merged.shape == (3, 6, 6)
-    np.testing.assert_allclose(merged.sum(-1), 1.0)
-    assert list(paper.figure_set(5, tokens, attn, 0, [1, 2])) == ["figure5_head2", "figure5_head3"]
-    assert paper.figure_set(3, tokens, attn, 0, []) == {}
+    assert view.rows == ["The", "Law", "is", "its", "own", "</s>"] and view.maps.shape == (2, 3, 6, 6)
+    np.testing.assert_allclose(view.maps.sum(-1), 1.0, rtol=1e-6)
+    # the lines of 'its' (word 3) are drawn from the word map: its two pieces' rows averaged, columns summed
+    its = figs["figure4_its"]
+    drawn = {(t.meta["head"], t.meta["weight"]) for t in its.data if t.meta and "weight" in t.meta}
+    expected = attn[1, :, 4:6].mean(1) @ np.eye(6)[[0, 1, 1, 2, 3, 3, 4, 5]]            # (h, 6): to each word
+    assert drawn == {(h, round(float(w), 2)) for h in (2, 0) for w in expected[h] if round(float(w), 2) > 0}
+    pieces = core.attention_view({"src_tokens": tokens}, "enc_self", maps=attn)
+    assert list(paper.figure_set(5, pieces, 0, [1, 2])) == ["figure5_head2", "figure5_head3"]
+    assert paper.figure_set(3, view, 0, []) == {}
     with pytest.raises(ValueError, match="making"):
-        paper.figure_set(3, tokens, attn, 0, [0])
+        paper.figure_set(3, view, 0, [0])

@@ -13,13 +13,14 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 import core
 from app import demo
 from app.figures import paper, positional, schedule, sdpa, style, training
 from app.figures.attention import head_view_figure
+from conftest import stopping_model
+from core.paper_figures import word_view
 
 MAIN = str(Path(__file__).resolve().parents[1] / "app" / "main.py")
 CAPTIONS = ["Two dogs run on the grass.", "A girl is reading a book."]
@@ -29,11 +30,7 @@ NEWS_DEFAULT = "We must protect the environment for our children."
 @pytest.fixture(scope="module")
 def two_domains(tmp_path_factory, tokenizer):
     """A caption checkpoint and a news checkpoint (six encoder layers, so that the paper's layer 5 exists)."""
-    torch.manual_seed(0)
-    cfg = core.preset("tiny", N=6, N_dec=1, vocab_size=len(tokenizer), max_len=256, final_logits_bias=True)
-    model = core.Transformer(cfg).eval()
-    with torch.no_grad():
-        model.logits_bias[cfg.eos_id] = 100.0                  # ends every translation at once: fast
+    model = stopping_model(len(tokenizer), N=6, N_dec=1)       # ends every translation at once: fast
     root = tmp_path_factory.mktemp("checkpoints")
     core.save_checkpoint(root / "a-captions", model, tokenizer,
                          {"name": "a-captions", "demo": {"domain": "captions", "sentences": CAPTIONS}})
@@ -192,10 +189,11 @@ def test_fit_title_wraps_to_the_width_and_never_splits_an_escaped_token():
 def test_figure3_title_is_short_and_its_legend_says_only_heads():
     pieces = "▁It ▁is ▁making ▁the ▁process ▁more ▁difficult .".split() + ["</s>"]
     attn = np.full((6, 8, len(pieces), len(pieces)), 1 / len(pieces))
-    (fig,) = paper.figure_set(3, pieces, attn, 4, [2], words=True).values()
+    view = word_view(attn, pieces)
+    (fig,) = paper.figure_set(3, view, 4, [2]).values()
     assert fig.layout.title.text == "Figure 3, layer 5: 'making', head 3"
     assert fig.layout.legend.title.text == "heads"
-    many = paper.figure_set(3, pieces, attn, 4, list(range(8)), words=True)["figure3"]
+    many = paper.figure_set(3, view, 4, list(range(8)))["figure3"]
     assert "heads 1, 2, 3, 4, 5, 6, 7 and 8" in many.layout.title.text.replace("<br>", " ")
 
 

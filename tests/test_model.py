@@ -68,7 +68,7 @@ def test_head_mask_has_a_zero_exactly_at_each_switched_off_head(ablation_case):
     model, *_ = ablation_case
     mask = model.ablate_heads([("cross", 1, 3), ("enc_self", 0, 2), ("cross", 0, 0)])
     assert set(mask) == {"cross", "enc_self"}
-    expected_cross = torch.ones(model.cfg.n_dec, model.cfg.h)
+    expected_cross = torch.ones(model.cfg.N_dec, model.cfg.h)
     expected_cross[1, 3] = expected_cross[0, 0] = 0
     assert torch.equal(mask["cross"], expected_cross)
     assert mask["enc_self"].sum() == model.cfg.N * model.cfg.h - 1 and mask["enc_self"][0, 2] == 0
@@ -112,7 +112,7 @@ def test_a_head_mask_of_the_wrong_shape_or_kind_is_refused(ablation_case):
     model, src, tgt, base = ablation_case
     with torch.no_grad():
         with pytest.raises(ValueError, match="shape"):
-            model(src, tgt, head_mask={"cross": torch.ones(model.cfg.n_dec, model.cfg.h + 1)})
+            model(src, tgt, head_mask={"cross": torch.ones(model.cfg.N_dec, model.cfg.h + 1)})
         with pytest.raises(ValueError, match="keys"):
-            model(src, tgt, head_mask={"decoder": torch.ones(model.cfg.n_dec, model.cfg.h)})
+            model(src, tgt, head_mask={"decoder": torch.ones(model.cfg.N_dec, model.cfg.h)})
         assert torch.equal(model(src, tgt), base)

@@ -11,7 +11,8 @@ WORD = {w: i for i, w in enumerate(["The", "Law", "will", "never", "be", "perfec
                                     "application", "</s>"])}
 
 
-def uniform(N=3, h=4, S=len(TOKENS)):
+def uniform(N=3, h=4, S=None):
+    S = len(TOKENS) if S is None else S
     return np.full((N, h, S, S), 1.0 / S)
 
 
@@ -44,7 +45,7 @@ def test_dependency_scores_rank_the_planted_head_first():
     its, law, app = pf.locate(TOKENS, "its"), pf.locate(TOKENS, "Law"), pf.locate(TOKENS, "application")
     set_row(attn, 2, 1, its, law, [0.5, 0.4])                 # 0.9 of the mass on the two pieces of 'Law'
     set_row(attn, 2, 3, its, app + [0], [0.3, 0.3, 0.4])      # 0.6 on 'application'
-    df = pf.dependency_scores(attn, TOKENS, "its", ["Law", "application"])
+    df = pf.dependency_scores(pf.word_view(attn, TOKENS), "its", ["Law", "application"])
     assert len(df) == 3 * 4 and list(df.columns[:2]) == ["layer", "head"]
     best = df.iloc[0]
     assert (best.layer, best["head"]) == (2, 1)
@@ -62,7 +63,7 @@ def test_from_word_averages_its_pieces():
     its, law = pf.locate(TOKENS, "its"), pf.locate(TOKENS, "Law")
     set_row(attn, 0, 2, its[:1], law, [0.5, 0.5])             # only the first piece of 'its' looks at 'Law'
     set_row(attn, 0, 2, its[1:], [0], [1.0])
-    row = pf.dependency_scores(attn, TOKENS, "its", ["Law"]).iloc[0]
+    row = pf.dependency_scores(pf.word_view(attn, TOKENS), "its", ["Law"]).iloc[0]
     assert (row.layer, row["head"]) == (0, 2) and row.score == pytest.approx(0.5)
 
 
@@ -129,7 +130,7 @@ def test_structure_score_prefers_previous_and_next_word_heads():
     attn[1, 1] = np.eye(S)                                    # itself: local, but not structural by our score
     attn[0, 2] = 0.9 * np.eye(S, k=1) + 0.1 * np.eye(S)      # mostly the next word (the last real one: </s>)
     attn[0, 2, -1, -1] = 1.0
-    df = pf.structure_scores(attn, words)
+    df = pf.structure_scores(pf.word_view(attn, words))
     top = df.iloc[0]
     assert (top.layer, top["head"]) == (1, 0) and top.score == pytest.approx(4 / 5)
     assert top["← previous"] == pytest.approx(4 / 5) and top["→ next"] == 0
@@ -155,4 +156,6 @@ def test_figure3_ranks_all_heads_of_the_best_layer():
 
 def test_shape_mismatch_is_an_error():
     with pytest.raises(ValueError, match="tokens"):
-        pf.dependency_scores(uniform(S=5), TOKENS, "its", ["Law"])
+        pf.word_view(uniform(S=5), TOKENS)
+    with pytest.raises(ValueError, match="tokens"):
+        pf.figure4(uniform(S=5), TOKENS)

@@ -54,9 +54,9 @@ def make_corpus(root: Path) -> tuple[Path, Path]:
             pairs[2] = ("", pairs[2][1])      # prepared valid/test keep empty lines, to stay aligned
         for j, lang in enumerate(("en", "de")):
             lines = [p[j] for p in pairs]
-            (raw / f"{split}.{lang}").write_text("".join(l + "\n" for l in lines), encoding="utf-8")
+            (raw / f"{split}.{lang}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
             (data / f"{split}.{lang}").write_text(
-                "".join(unicodedata.normalize("NFKC", l) + "\n" for l in lines), encoding="utf-8")
+                "".join(unicodedata.normalize("NFKC", line) + "\n" for line in lines), encoding="utf-8")
     train_text = (data / "train.en").read_text().splitlines() + (data / "train.de").read_text().splitlines()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(train_text), model_prefix=str(data / "spm"), vocab_size=100, model_type="bpe",
@@ -71,7 +71,7 @@ def run_args(data, run, *extra) -> list[str]:
 
 def train_log(run: Path) -> dict:
     """step -> training record of RUN/train_log.jsonl (validation records left out); fails on duplicate steps."""
-    records = [json.loads(l) for l in (run / "train_log.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines()]
     steps = [r["step"] for r in records if "kind" not in r]
     assert len(steps) == len(set(steps)), f"steps logged twice: {steps}"
     return {r["step"]: r for r in records if "kind" not in r}
@@ -147,7 +147,8 @@ def test_token_batches_budget_coverage_and_shuffle(corpus):
     for n in sizes:
         random_batches.append(flat[start: start + n])
         start += n
-    padded = lambda bs: sum(len(b) * max(max(lengths[i]) for i in b) for b in bs)
+    def padded(bs):
+        return sum(len(b) * max(max(lengths[i]) for i in b) for b in bs)
     assert padded(orders[1]) < padded(random_batches)
 
 
@@ -159,7 +160,7 @@ def test_training_lowers_the_loss_and_exports(trained):
     assert len(losses) == 150
     first, last = sum(losses[:10]) / 10, sum(losses[-10:]) / 10
     assert last < first / 2, (first, last)
-    valid = [json.loads(l) for l in (run / "train_log.jsonl").read_text().splitlines() if '"valid"' in l]
+    valid = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines() if '"valid"' in line]
     assert [v["step"] for v in valid] == [75, 150] and all("bleu" in v for v in valid)
     assert valid[-1]["source_gain"] > 0.5, valid                       # it reads its source: wrong sources cost
     for v in valid:                                                      # the contrastive pronoun test, every time
@@ -224,7 +225,7 @@ def test_log_of_a_killed_run_is_cut_back_to_the_resume_step(tmp_path):
     log = JsonlLog(path, resume_step=2)
     log.write({"step": 3, "loss": 1.0})
     log.f.close()
-    assert [json.loads(l) for l in path.read_text().splitlines()] == [
+    assert [json.loads(line) for line in path.read_text().splitlines()] == [
         {"step": 1}, {"step": 2, "kind": "valid"}, {"step": 3, "loss": 1.0}]
 
 
@@ -286,7 +287,7 @@ def test_average_checkpoints_is_the_elementwise_mean(trained, tmp_path):
     out = tmp_path / "avg"
     out.mkdir()
     (out / "card.json").write_text(json.dumps({"test": {"bleu": 99.0}, "pronouns": {"accuracy": 1.0},
-                                               "alignment": {"aer": 0.1}, "note": "kept"}))   # stale scores of old weights
+                                               "alignment": {"aer": 0.1}, "note": "kept"}))   # stale scores
     assert average_checkpoints.main([str(run), str(out), "--last", "2"]) == 0
     state = unique_state_dict(load_model(out))
     for k in expected:                                                   # exported in fp16
@@ -303,8 +304,8 @@ def test_validation_without_a_step_limit_or_progress_bar(corpus, tmp_path):
     run = tmp_path / "run"
     train.main(run_args(corpus[1], run, "--epochs", 0.2, "--max-tokens", 256, "--valid-every", 2,
                         "--valid-sentences", 5, "--bleu-sentences", 2))
-    lines = [json.loads(l) for l in (run / "train_log.jsonl").read_text().splitlines()]
-    assert any(l.get("kind") == "valid" for l in lines)
+    lines = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines()]
+    assert any(r.get("kind") == "valid" for r in lines)
 
 
 def test_the_cards_data_folder_is_found_or_explained(tmp_path, monkeypatch):
@@ -380,7 +381,7 @@ def test_bench_mfu_counts_the_papers_matmuls_and_reads_the_log(trained, capsys):
     _, cfg = read_run(run)
     pairs = [([5] * 7, [6] * 4), ([5] * 3, [6] * 9)]            # B=2, S=7, T=10 with BOS/EOS
     per_token, padding = bench_mfu.flops_per_target_token(cfg, pairs, [(7, 5), (3, 10)], [[0, 1]])
-    d, f, V, B, S, T, L, Ld = cfg.d_model, cfg.d_ff, cfg.vocab_size, 2, 7, 10, cfg.N, cfg.n_dec
+    d, f, V, B, S, T, L, Ld = cfg.d_model, cfg.d_ff, cfg.vocab_size, 2, 7, 10, cfg.N, cfg.N_dec
     forward = (2 * B * (L * S * (4 * d * d + 2 * d * f)                  # encoder: Q, K, V, O and the FFN
                         + Ld * T * (6 * d * d + 2 * d * f) + Ld * S * 2 * d * d   # decoder; cross K, V on the source
                         + T * d * V)                                     # output projection
@@ -390,7 +391,7 @@ def test_bench_mfu_counts_the_papers_matmuls_and_reads_the_log(trained, capsys):
 
     out = bench_mfu.main(["--run", str(run), "--peak-tflops", "0.5", "--batches", "3", "--skip", "10"])
     rates = [r["tokens_per_s"] for r in train_log(run).values()][10:]
-    assert out["target_tokens_per_s"] == pytest.approx(statistics.median(rates), abs=0.05 + 1e-6)   # rounded to 0.1 in the output
+    assert out["target_tokens_per_s"] == pytest.approx(statistics.median(rates), abs=0.05 + 1e-6)   # printed to 0.1
     assert out["log_steps"] == 140
     assert out["mfu"] == pytest.approx(out["gflops_per_target_token"] * 1e9 * out["target_tokens_per_s"] / 0.5e12,
                                        rel=1e-2)

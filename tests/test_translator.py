@@ -10,8 +10,8 @@ def _check_maps(r: core.AttendResult, cfg):
     S, T = len(r.src_tokens), len(r.tgt_tokens)
     assert T == len(r.out_tokens)
     assert r.enc_self.shape == (cfg.N, cfg.h, S, S)
-    assert r.dec_self.shape == (cfg.n_dec, cfg.h, T, T)
-    assert r.cross.shape == (cfg.n_dec, cfg.h, T, S)
+    assert r.dec_self.shape == (cfg.N_dec, cfg.h, T, T)
+    assert r.cross.shape == (cfg.N_dec, cfg.h, T, S)
     for maps in (r.enc_self, r.dec_self, r.cross):
         assert maps.dtype == np.float32 and np.isfinite(maps).all()
         np.testing.assert_allclose(maps.sum(-1), 1.0, atol=1e-5)

@@ -68,7 +68,8 @@ def alignment_figure(attn: np.ndarray, rows: list[str], cols: list[str], links: 
     # the legend between the title and the panels: below them it would cover the rotated word labels
     fig.update_layout(title=dict(text=tick_labels([title])[0], x=0.0, y=0.995, yref="container", yanchor="top"),
                       font=FONT, plot_bgcolor="white", height=min(320 + 22 * max(R, 6), 1360),
-                      margin=dict(l=90, r=10, t=150, b=90), legend=dict(orientation="h", yanchor="bottom", y=1.09, x=0.0))
+                      margin=dict(l=90, r=10, t=150, b=90),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.09, x=0.0))
     return fig
 
 

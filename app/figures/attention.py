@@ -1,25 +1,21 @@
 """Attention figures: one head as a heatmap, every head as a grid, and the paper's head view (lines).
 
 Pure builders: arrays and token lists in, Plotly figures out. Rows are the attending positions
-(queries), columns the attended ones (keys), as in core.AttendResult.
+(queries), columns the attended ones (keys), labelled as core.views says; positions shown from 1.
 """
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from app.figures.style import fit_title
-from core.tokenizer import display_pieces, merge_attention, merge_words, word_ids
+from core.tokenizer import display_pieces
+from core.views import position
 
-SPECIALS = ("<s>", "</s>", "<pad>")
 COLORSCALE = "Blues"                       # white at 0: a weight of zero is invisible, as it should be
-KINDS = {"enc_self": "Encoder self-attention", "dec_self": "Decoder self-attention",
-         "cross": "Encoder-decoder attention"}
-SHORT = {"enc_self": "Encoder self", "dec_self": "Decoder self", "cross": "Encoder-decoder"}
 
 
 def safe(text: str) -> str:
@@ -30,42 +26,6 @@ def safe(text: str) -> str:
 def tick_labels(tokens: list[str]) -> list[str]:
     """Escaped labels, one per position; byte-fallback pieces ("<0x39>") as the characters they stand for."""
     return [safe(t) for t in display_pieces(tokens)]
-
-
-@dataclass
-class AttentionView:
-    """One kind of attention ready to draw: maps [layers, heads, R, C] with their row and column labels."""
-    maps: np.ndarray
-    rows: list
-    cols: list
-    row_sums_to_one: bool
-
-
-def attention_view(result, kind: str, words: bool = False, specials: bool = True) -> AttentionView:
-    """Pick enc_self / dec_self / cross from an AttendResult, merge pieces into words, drop special tokens.
-
-    Decoder rows are labelled by the token each step *writes* (out_tokens), decoder columns by what it
-    has *read* (tgt_tokens: <s> and the words already written). Dropped specials are not renormalised:
-    a head that parks its attention on </s> then shows faint rows, which is the truth about it.
-    """
-    if kind not in KINDS:
-        raise ValueError(f"unknown attention kind {kind!r}; choose one of {list(KINDS)}")
-    maps = getattr(result, kind)
-    rows = list(result.src_tokens if kind == "enc_self" else result.out_tokens)
-    cols = list(result.tgt_tokens if kind == "dec_self" else result.src_tokens)
-    if words:
-        rid, cid = word_ids(rows), word_ids(cols)
-        maps = merge_attention(maps, rid, cid)
-        rows, cols = merge_words(rows, rid), merge_words(cols, cid)
-    sums_to_one = True
-    if not specials:
-        keep_r = [i for i, t in enumerate(rows) if t not in SPECIALS]
-        keep_c = [j for j, t in enumerate(cols) if t not in SPECIALS]
-        if keep_r and keep_c:              # a translation of nothing but </s> keeps its specials
-            sums_to_one = len(keep_c) == len(cols)
-            maps = maps[..., keep_r, :][..., keep_c]
-            rows, cols = [rows[i] for i in keep_r], [cols[j] for j in keep_c]
-    return AttentionView(np.asarray(maps, dtype=np.float32), rows, cols, sums_to_one)
 
 
 def _label_font(n: int) -> int:
@@ -90,7 +50,7 @@ def heatmap_figure(attn: np.ndarray, rows: list[str], cols: list[str], title: st
     rl, cl = tick_labels(rows), tick_labels(cols)
     # categories "token (position)": a repeated token keeps its own row, and hover can name both tokens
     # without a per-cell array of strings (slow to build and to send for long sentences)
-    ys, xs = [f"{t} ({i + 1})" for i, t in enumerate(rl)], [f"{t} ({j + 1})" for j, t in enumerate(cl)]
+    ys, xs = [f"{t} ({position(i)})" for i, t in enumerate(rl)], [f"{t} ({position(j)})" for j, t in enumerate(cl)]
     fig = go.Figure(go.Heatmap(
         z=attn, x=xs, y=ys, colorscale=COLORSCALE,
         zmin=0.0, zmax=_top(attn, zmax),
@@ -98,7 +58,8 @@ def heatmap_figure(attn: np.ndarray, rows: list[str], cols: list[str], title: st
         hovertemplate="%{y} → %{x}<br>weight %{z:.3f}<extra></extra>"))
     cell = max(14, min(28, 700 // max(R, C, 1)))      # pixels per row: never too thin to read a label
     # explicit margins for the labels: kaleido's PNG/SVG export does not always grow them by itself
-    longest = lambda labels: max((len(t) for t in labels), default=1)
+    def longest(labels):
+        return max((len(t) for t in labels), default=1)
     fig.update_layout(title=dict(text=safe(title), x=0.0), height=R * cell + 230, plot_bgcolor="white",
                       margin=dict(l=40 + 8 * min(longest(rows), 20), r=10, t=50, b=50 + 7 * min(longest(cols), 20)))
     fig.update_xaxes(type="category", tickmode="array", tickvals=xs, ticktext=cl, tickangle=-60 if C <= 30 else -90,
@@ -142,31 +103,32 @@ def model_view_figure(maps: np.ndarray, rows: list[str], cols: list[str], title:
     z = np.full((Y, X), np.nan, dtype=np.float32)
     ids = np.zeros((Y, X, 2), dtype=np.int8)                  # (layer, head), 1-based, for the hover text
     top, left = np.arange(L) * (R + gap), np.arange(H) * (C + gap)
-    for l in range(L):
+    for layer in range(L):
         for h in range(H):
-            z[top[l]:top[l] + R, left[h]:left[h] + C] = maps[l, h]
-            ids[top[l]:top[l] + R, left[h]:left[h] + C] = (l + 1, h + 1)
+            z[top[layer]:top[layer] + R, left[h]:left[h] + C] = maps[layer, h]
+            ids[top[layer]:top[layer] + R, left[h]:left[h] + C] = (layer + 1, h + 1)
     fig = go.Figure(go.Heatmap(
         z=z, customdata=ids, coloraxis="coloraxis", hoverongaps=False,
         hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<br>weight %{z:.3f}<extra></extra>"))
     # click targets: a lattice of up to 4x4 transparent markers on every tile
     fy, fx = np.meshgrid(np.linspace(0, R - 1, min(R, 4)), np.linspace(0, C - 1, min(C, 4)), indexing="ij")
-    lh = np.array([(l, h) for l in range(L) for h in range(H)])
+    lh = np.array([(layer, h) for layer in range(L) for h in range(H)])
     px = (left[lh[:, 1]][:, None] + fx.ravel()[None]).ravel()
     py = (top[lh[:, 0]][:, None] + fy.ravel()[None]).ravel()
     targets = np.repeat(lh, fx.size, axis=0)                 # [layer, head], 0-based, per marker
     fig.add_trace(go.Scatter(
         x=px, y=py, mode="markers", showlegend=False, marker=dict(size=16, color="rgba(0,0,0,0)"),
         customdata=targets, hoverinfo="text",
-        hovertext=[f"layer {l + 1}, head {h + 1}: click to open it large" for l, h in targets]))
+        hovertext=[f"layer {layer + 1}, head {h + 1}: click to open it large" for layer, h in targets]))
     if selected is not None and 0 <= selected[0] < L and 0 <= selected[1] < H:
-        l, h = selected
+        layer, h = selected
         fig.add_shape(type="rect", x0=left[h] - 0.5 - gap / 3, x1=left[h] + C - 0.5 + gap / 3,
-                      y0=top[l] - 0.5 - gap / 3, y1=top[l] + R - 0.5 + gap / 3, line=dict(color="crimson", width=3))
+                      y0=top[layer] - 0.5 - gap / 3, y1=top[layer] + R - 0.5 + gap / 3,
+                      line=dict(color="crimson", width=3))
     zmax = float(zmax) if zmax else max(float(maps.max(initial=0.0)), 1e-6)
     fig.update_xaxes(tickmode="array", tickvals=left + (C - 1) / 2, ticktext=[f"head {h + 1}" for h in range(H)],
                      side="top", showgrid=False, zeroline=False)
-    fig.update_yaxes(tickmode="array", tickvals=top + (R - 1) / 2, ticktext=[f"layer {l + 1}" for l in range(L)],
+    fig.update_yaxes(tickmode="array", tickvals=top + (R - 1) / 2, ticktext=[f"layer {i + 1}" for i in range(L)],
                      autorange="reversed", showgrid=False, zeroline=False)
     fig.update_layout(
         title=dict(text=safe(title), x=0.0), plot_bgcolor="white", hovermode="closest", clickmode="event+select",
@@ -197,7 +159,8 @@ def head_view_figure(tokens_left: list[str], tokens_right: list[str], attn: np.n
     attn = np.asarray(attn, dtype=float)
     H, T, S = attn.shape
     if len(tokens_left) != T or len(tokens_right) != S:
-        raise ValueError(f"attention is {T}x{S} but there are {len(tokens_left)} left and {len(tokens_right)} right tokens")
+        raise ValueError(f"attention is {T}x{S} but there are {len(tokens_left)} left and "
+                         f"{len(tokens_right)} right tokens")
     heads = list(range(H)) if heads is None else [int(k) for k in heads]
     colors = colors or head_colors(H)
     rows_mode = layout == "rows"
@@ -236,7 +199,7 @@ def head_view_figure(tokens_left: list[str], tokens_right: list[str], attn: np.n
     # the two copies of the sentence, with the strongest links of each shown head on hover
     left_hover = []
     for i in range(T):
-        parts = [f"{labels_left[i]} ({i})"]
+        parts = [f"{labels_left[i]} ({position(i)})"]
         for k in heads:
             top = np.argsort(-attn[k, i])[:2]
             parts.append(f"head {k + 1}: " + ", ".join(f"{labels_right[j]} {attn[k, i, j]:.2f}" for j in top))
@@ -251,7 +214,7 @@ def head_view_figure(tokens_left: list[str], tokens_right: list[str], attn: np.n
             x=px, y=py, mode="markers" if rows_mode else "markers+text",
             text=text, textposition="middle left" if side == 0 else "middle right", textfont=dict(size=size, color=ink),
             marker=dict(size=6, color=["crimson" if c == "crimson" else "#888" for c in ink]), showlegend=False,
-            hovertext=hover or [f"{t} ({i})" for i, t in enumerate(toks)], hoverinfo="text",
+            hovertext=hover or [f"{t} ({position(i)})" for i, t in enumerate(toks)], hoverinfo="text",
             meta=dict(tokens=side)))
         if rows_mode:                           # the paper writes the words vertically, above and below
             # set all at once below: fig.add_annotation in a loop copies the list each time (seconds per figure)

@@ -41,7 +41,8 @@ def export_problem(plotly: bool = True) -> str | None:
         found = None
     if not found:
         return ("Saving figures needs a Chrome or Chromium browser, which kaleido uses to draw them, and none "
-                "was found (on Debian: `apt install chromium`). Meanwhile, the camera icon above the figure saves a PNG.")
+                "was found (on Debian: `apt install chromium`). Meanwhile, the camera icon above the figure "
+                "saves a PNG.")
     return None
 
 

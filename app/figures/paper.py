@@ -11,35 +11,34 @@ import plotly.graph_objects as go
 
 from app.figures.attention import head_view_figure, safe
 from core import paper_figures as pf
-from core.paper_figures import locate, locate_words
-from core.tokenizer import merge_attention, merge_words, word_ids
+from core.views import AttentionView
 
 
-def layer_view(tokens: list[str], enc_self: np.ndarray, layer: int, words: bool = True):
-    """(labels, attn [h, S, S]) of one encoder layer, merged into words or left as pieces."""
-    attn = np.asarray(enc_self[layer], dtype=float)
-    if not words:
-        return list(tokens), attn
-    ids = word_ids(tokens)
-    return merge_words(tokens, ids), merge_attention(attn, ids, ids)
+def find_heads(number: int, result, sentence: str, words: bool = True) -> tuple[pf.FigureHeads, AttentionView]:
+    """(the heads of paper Figure `number` found in an AttendResult of `sentence`, the encoder view to draw them
+    on: words or pieces). The word view is computed once, and serves both the scores and the drawing."""
+    finder, _ = pf.FIGURES[number]
+    word = result.view("enc_self", words=True)
+    found = finder(result.enc_self, result.src_tokens, sentence, view=word)
+    return found, word if words else result.view("enc_self")
 
 
-def paper_figure(tokens: list[str], enc_self: np.ndarray, layer: int, heads: list[int], focus: str | None = None,
-                 words: bool = True, title: str = "", layout: str = "rows") -> go.Figure:
-    """One encoder layer in the paper's style: the sentence twice, a line per weight, one colour per head.
+def paper_figure(view: AttentionView, layer: int, heads: list[int], focus: str | None = None, title: str = "",
+                 layout: str = "rows") -> go.Figure:
+    """One encoder layer of an encoder self-attention view (words or pieces, core.views) in the paper's style:
+    the sentence twice, a line per weight, one colour per head.
 
     focus: a word of the sentence whose attentions alone are drawn (ValueError if it is not there).
     """
-    labels, attn = layer_view(tokens, enc_self, layer, words)
     focus_at = None
     if focus is not None:
-        focus_at = locate_words(tokens, focus)[0] if words else locate(tokens, focus)[0]
-    return head_view_figure(labels, labels, attn, heads=heads, focus=focus_at, title=title, layout=layout)
+        focus_at = (pf.find_words(view.rows, focus) if view.level == "words" else pf.locate(view.rows, focus))[0]
+    return head_view_figure(view.rows, view.cols, view.maps[layer], heads=heads, focus=focus_at, title=title,
+                            layout=layout)
 
 
-def figure_set(number: int, tokens: list[str], enc_self: np.ndarray, layer: int, heads: list[int],
-               words: bool = True, label: str = "") -> dict[str, go.Figure]:
-    """The pictures of paper Figure 3, 4 or 5 for one layer and chosen heads, by file name.
+def figure_set(number: int, view: AttentionView, layer: int, heads: list[int], label: str = "") -> dict[str, go.Figure]:
+    """The pictures of paper Figure 3, 4 or 5 for one layer and chosen heads of an encoder view, by file name.
 
     3: the attentions of 'making', the chosen heads (best first: the page starts with one). 4: full
     attentions of the first head, then those of 'its' for all chosen heads. 5: full attentions of each
@@ -49,7 +48,8 @@ def figure_set(number: int, tokens: list[str], enc_self: np.ndarray, layer: int,
     if not heads:
         return {}
     pre, L = (f"{label}: " if label else ""), f"layer {layer + 1}"
-    draw = lambda hs, focus, title: paper_figure(tokens, enc_self, layer, hs, focus, words, pre + title)
+    def draw(hs, focus, title):
+        return paper_figure(view, layer, hs, focus, pre + title)
     names = " and ".join(f"head {h + 1}" for h in heads)
     if number == 3:
         return {"figure3": draw(heads, "making", f"Figure 3, {L}: 'making', {heads_phrase(heads)}")}
@@ -74,7 +74,7 @@ def score_grid_figure(table: pd.DataFrame, value: str = "score", title: str = ""
     """Every head's score as a heatmap, layers down and heads across (1-based labels); chosen heads boxed."""
     grid = table.pivot(index="layer", columns="head", values=value).sort_index().sort_index(axis=1)
     z = grid.to_numpy(dtype=float)
-    layers, heads = [int(l) + 1 for l in grid.index], [int(h) + 1 for h in grid.columns]
+    layers, heads = [int(i) + 1 for i in grid.index], [int(h) + 1 for h in grid.columns]
     fig = go.Figure(go.Heatmap(
         z=z, x=heads, y=layers, colorscale="Blues", zmin=0.0, zmax=max(float(np.nanmax(z)), 1e-6),
         text=np.round(z, 2), texttemplate="%{text:.2f}", colorbar=dict(title=safe(value), thickness=12),
@@ -107,7 +107,8 @@ def describe_link(found) -> str:
     rule = (f"a link needs at least {found.threshold:.2f} ({pf.LINK_FACTOR:g}x the {found.chance:.2f} of a head "
             f"that spreads its attention evenly, at most {pf.LINK_CAP:g}) and {pf.LINK_SELECTIVE:g}x what the "
             f"sentence's other words give '{dst}'")
-    say = lambda r: f"layer {int(r.layer) + 1}, head {int(r['head']) + 1}"
+    def say(r):
+        return f"layer {int(r.layer) + 1}, head {int(r['head']) + 1}"
     if found.linked:
         r = found.linking.iloc[0]
         text = (f"**{say(r)} links '{src}' to '{dst}'**: it puts {r.score:.2f} of the attention of '{src}' on "

@@ -62,7 +62,8 @@ def pe_heatmap(pe: np.ndarray, layout: str = "interleaved", grouped: bool = True
     grouped_view = grouped or layout == "concat"
     ticks = ([0, d_model // 4, (d_model + 1) // 2, 3 * d_model // 4] if grouped_view
              else list(range(0, d_model, max(1, d_model // 8))))
-    fig.update_layout(title="The positional encoding matrix, " + ("sines then cosines" if grouped_view else "as stored"),
+    order = "sines then cosines" if grouped_view else "as stored"
+    fig.update_layout(title="The positional encoding matrix, " + order,
                       height=420, margin=dict(l=10, r=10, t=50, b=10))
     fig.update_xaxes(type="category", tickmode="array", tickvals=[names[t] for t in ticks],
                      title="dimension: " + ("every sine (slower to the right), then every cosine" if grouped_view

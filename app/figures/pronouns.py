@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from app.figures.attention import attention_view, heatmap_figure, safe
+from app.figures.attention import heatmap_figure, safe
 from core.pronouns import is_feminine_form
+from core.views import AttentionView
 
 COLORS = {True: "#d95f02", False: "#1b9e77"}      # feminine forms (ihr-, sie) / masculine-neuter (sein-, er, es)
 
@@ -23,8 +24,10 @@ def form_figure(table: pd.DataFrame, written: str | None = None, feminine_antece
     says so). feminine_antecedent: None when unknown, else the forms that agree with the antecedent get a ✓.
     """
     fem = table.form.map(is_feminine_form)
-    agree = lambda is_f: " ✓" if feminine_antecedent is not None and is_f == feminine_antecedent else ""
-    here = lambda f: "<br>▲ in the German" if written is not None and f.lower() == written.lower() else ""
+    def agree(is_f):
+        return " ✓" if feminine_antecedent is not None and is_f == feminine_antecedent else ""
+    def here(f):
+        return "<br>▲ in the German" if written is not None and f.lower() == written.lower() else ""
     labels = [f"{f}{agree(is_f)}{here(f)}" for f, is_f in zip(table.form, fem)]
     fig = go.Figure()
     for is_f, name in ((False, "forms for a masculine / neuter antecedent"), (True, "forms for a feminine antecedent")):
@@ -44,20 +47,21 @@ def form_figure(table: pd.DataFrame, written: str | None = None, feminine_antece
     return fig
 
 
-def encoder_rows(result, word: int, layer: int):
-    """(attn [h, W], row labels, source words): encoder self-attention from source word `word` in one layer."""
-    view = attention_view(result, "enc_self", words=True)
+def encoder_rows(view: AttentionView, word: int, layer: int):
+    """(attn [h, W], row labels, source words): encoder self-attention from source word `word` in one layer.
+
+    view: the word view of an AttendResult's encoder self-attention (result.view("enc_self", words=True))."""
     attn = view.maps[layer, :, word, :]                                   # (h, W)
     return attn, [f"head {k + 1}" for k in range(attn.shape[0])], view.cols
 
 
-def writing_rows(result, out_word: int):
+def writing_rows(view: AttentionView, out_word: int):
     """(attn [N_dec * h, W], row labels, source words): the cross-attention of every decoder layer and head
-    while the decoder writes target word `out_word`."""
-    view = attention_view(result, "cross", words=True)
+    while the decoder writes target word `out_word` (row `out_word` of the word view result.view("cross",
+    words=True): decoder rows are the words written)."""
     attn = view.maps[:, :, out_word, :]                                   # (N_dec, h, W)
     L, H, W = attn.shape
-    rows = [f"layer {l + 1} · head {h + 1}" for l in range(L) for h in range(H)]
+    rows = [f"layer {layer + 1} · head {h + 1}" for layer in range(L) for h in range(H)]
     return attn.reshape(L * H, W), rows, view.cols
 
 

@@ -32,7 +32,8 @@ def sizes(presenter: bool = False) -> dict[str, int]:
 def template(presenter: bool = False) -> go.layout.Template:
     """Plotly's white template with dark text of our sizes on every axis, legend, colour bar and title."""
     s = sizes(presenter)
-    text = lambda size: dict(size=size, color=INK)
+    def text(size):
+        return dict(size=size, color=INK)
     axis = dict(tickfont=text(s["tick"]), title=dict(font=text(s["base"])), automargin=True,
                 gridcolor="#e6e6e6", zerolinecolor="#d0d0d0")
     colorbar = dict(tickfont=text(s["tick"]), title=dict(font=text(s["base"])))

@@ -81,7 +81,8 @@ def training_charts(steps: pd.DataFrame, valids: pd.DataFrame) -> dict[str, alt.
         if "source_gain" in valids and valids["source_gain"].notna().any():
             charts["source_gain"] = line_chart(
                 valids, "source_gain", "Source gain", color="#8c564b", y_title="nats per token", points=True,
-                subtitle=["how much worse dev NLL gets with other sentences' sources", "near 0: the model ignores its source"])
+                subtitle=["how much worse dev NLL gets with other sentences' sources",
+                          "near 0: the model ignores its source"])
     return charts
 
 
@@ -99,7 +100,7 @@ def training_pairs(card: dict) -> int | None:
 
 def describe_model(card: dict, cfg) -> str:
     """One plain sentence on what this model is and how it was trained, from its card and config."""
-    sizes = (f"{cfg.N} encoder / {cfg.n_dec} decoder layers, {cfg.h} heads, d_model {cfg.d_model}")
+    sizes = (f"{cfg.N} encoder / {cfg.N_dec} decoder layers, {cfg.h} heads, d_model {cfg.d_model}")
     if not card or card.get("trained_here") is False and "training" not in card:
         note = card.get("note") or card.get("source") or "not trained here"
         return f"{card.get('name', 'This model')} ({sizes}): {note}."
@@ -171,12 +172,6 @@ def read_snapshot(path, probe: int, kind: str) -> np.ndarray:
         return npz[f"{probe}_{kind}"].astype(np.float32)
 
 
-def snapshot_labels(probe: dict, kind: str) -> tuple[list[str], list[str]]:
-    """Row and column tokens of a snapshot map, as core.AttendResult defines them."""
-    src, tgt, out = probe["src_tokens"], probe["tgt_tokens"], probe["out_tokens"]
-    return {"enc_self": (src, src), "dec_self": (out, tgt), "cross": (out, src)}[kind]
-
-
 # ---- when did the heads appear? (core.emergence's table as curves and sentences) ----
 
 HEAD_SERIES = {   # column of core.emergence's table -> (legend, colour, dashed)
@@ -204,7 +199,8 @@ def pronoun_log(valids: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for step, rec in zip(valids["step"], valids["pronouns"]):
         if isinstance(rec, dict):
-            vals = {k: rec.get(k) for k in ("accuracy", "feminine", "masc_neut") if isinstance(rec.get(k), (int, float))}
+            vals = {k: rec.get(k) for k in ("accuracy", "feminine", "masc_neut")
+                    if isinstance(rec.get(k), (int, float))}
             rows.append({"step": int(step), **{k: v / 100 if v > 1 else v for k, v in vals.items()}})   # % or 0-1
     return pd.DataFrame(rows)
 
@@ -290,7 +286,8 @@ def emergence_summary(found: dict | None, number: int, final: dict | None = None
         return (f"The snapshots do not hold the Figure {number} sentence, so they cannot show when a head "
                 f"linking {words} appeared." + in_final)
     b = found["best"]
-    at = lambda r: f"layer {r['layer'] + 1}, head {r['head'] + 1}"
+    def at(r):
+        return f"layer {r['layer'] + 1}, head {r['head'] + 1}"
     capped = b["threshold"] < LINK_FACTOR * b["chance"] - 1e-9
     rule = (f"a link needs {b['threshold']:.2f} "
             f"({'half of the attention' if capped else f'{LINK_FACTOR:g}x an even spread'}) "

@@ -42,29 +42,29 @@ def pct(x) -> str:
     return "–" if x is None or not np.isfinite(x) else f"{100 * x:.1f}%"
 
 
-def live_report(tm, pairs: list, as_tokenized: bool) -> dict:
+def live_report(model, pairs: list, as_tokenized: bool) -> dict:
     """Every head scored on these pairs, with a progress bar (the card's figures come from the script)."""
     bar = st.progress(0.0, text="Scoring every head on the gold pairs…")
-    ev = al.evaluate(tm, pairs, as_tokenized,
+    ev = al.evaluate(model, pairs, as_tokenized,
                      progress=lambda done, total: bar.progress(done / total, text=f"pair {done} of {total}"))
     bar.empty()
     return al.report(ev)
 
 
-name, tm = model_or_stop()
-cfg = tm.cfg
+name, model = model_or_stop()
+cfg = model.cfg
 st.title("Alignment")
 st.caption("Does a head of the encoder-decoder attention link each German word with the English word it "
            "translates? Its links are compared with links drawn by people.")
 st.markdown(AER_TEXT)
 
 pairs, why = gold_pairs(gold_folder())
-card = (tm.card or {}).get("alignment") or {}
+card = (model.card or {}).get("alignment") or {}
 best = card.get("selected") or {}
 if st.session_state.get("al_for") != name:        # a checkpoint (newly) picked: start on its best head
     st.session_state.update(al_for=name, al_layer=best.get("layer", 1), al_head=best.get("head", 1),
                             al_shift=best.get("shift", "read"))
-if st.session_state.al_layer not in (*range(1, cfg.n_dec + 1), "all"):      # another checkpoint, fewer layers
+if st.session_state.al_layer not in (*range(1, cfg.N_dec + 1), "all"):      # another checkpoint, fewer layers
     st.session_state.al_layer = 1
 if st.session_state.al_head not in (*range(1, cfg.h + 1), "mean"):
     st.session_state.al_head = 1
@@ -106,12 +106,13 @@ if pair is None and tgt is None:
 
 # ---------------------------------------------------------------- the head and its links
 c1, c2, c3, c4 = st.columns(4)
-layer = c1.selectbox("Layer", [*range(1, cfg.n_dec + 1), "all"], key="al_layer",
-                     format_func=lambda l: "all layers" if l == "all" else f"{l} of {cfg.n_dec}")
+layer = c1.selectbox("Layer", [*range(1, cfg.N_dec + 1), "all"], key="al_layer",
+                     format_func=lambda v: "all layers" if v == "all" else f"{v} of {cfg.N_dec}")
 head = c2.selectbox("Head", [*range(1, cfg.h + 1), "mean"], key="al_head", disabled=layer == "all",
                     format_func=lambda h: "mean of the heads" if h == "mean" else f"{h} of {cfg.h}")
 shift = c3.radio("Shift", list(al.SHIFTS), key="al_shift", help=" · ".join(f"{k}: {v}" for k, v in al.SHIFTS.items()))
-method = c4.radio("Links", list(al.METHODS), key="al_method", help=" · ".join(f"{k}: {v}" for k, v in al.METHODS.items()))
+method = c4.radio("Links", list(al.METHODS), key="al_method",
+                  help=" · ".join(f"{k}: {v}" for k, v in al.METHODS.items()))
 threshold = st.slider("Threshold", 0.05, 0.95, 0.5, 0.05, key="al_threshold") if method == "threshold" else 0.5
 head = "mean" if layer == "all" else head
 
@@ -141,7 +142,7 @@ if not card.get("grid"):
     if pairs:
         n = st.number_input("Pairs to score", 2, len(pairs), min(50, len(pairs)), key="al_live_n")
         if st.button("Score every head", key="al_live_go"):
-            result = live_report(tm, pairs[: int(n)], tokenized)
+            result = live_report(model, pairs[: int(n)], tokenized)
             st.session_state[f"al_live_{name}"] = result
 if result and result.get("grid"):
     s, b, d = result["selected"], result["best_layer"], result["diagonal"]

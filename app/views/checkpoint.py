@@ -5,11 +5,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app.common import get_emergence, model_or_stop, show_figure
-from app.figures.attention import KINDS, heatmap_figure
+from app.common import get_emergence, model_or_stop, plain, show_figure
+from app.figures.attention import heatmap_figure
 from app.figures.training import (card_facts, describe_model, emergence_charts, emergence_summary, read_probes,
-                                  read_snapshot, read_train_log, snapshot_labels, snapshot_steps, training_charts)
+                                  read_snapshot, read_train_log, snapshot_steps, training_charts)
 from core.emergence import appearance
+from core.views import DECODER_ROWS, KINDS, attention_view
 
 st.title("Checkpoint")
 name, model = model_or_stop()
@@ -25,8 +26,8 @@ if test.get("bleu_signature"):
     st.caption(f"BLEU signature: `{test['bleu_signature']}`")
 t = card.get("training") or {}
 if t:
-    st.caption("Training settings: " + ", ".join(f"{k} {v}" for k, v in t.items()
-                                                   if k in ("preset", "max_tokens", "warmup", "lr_scale", "accum", "clip", "overrides")))
+    shown = ("preset", "max_tokens", "warmup", "lr_scale", "accum", "clip", "overrides")
+    st.caption("Training settings: " + ", ".join(f"{k} {v}" for k, v in t.items() if k in shown))
 with st.expander("The whole card (card.json) and config (config.json)"):
     st.json(card or {"note": "this model has no card"}, expanded=1)
     st.json(json.loads(model.cfg.to_json()), expanded=False)
@@ -85,8 +86,8 @@ probe = c1.selectbox("Sentence", range(len(probes)), key="snap_probe",
                      format_func=lambda i: (f"dev line {probes[i]['line']}" if probes[i].get("line") else
                                             "the paper's sentence") + f": {probes[i]['src'][:70]}")
 kind = c2.selectbox("Attention", list(KINDS), format_func=KINDS.get, key="snap_kind")
-n_layers = model.cfg.N if kind == "enc_self" else model.cfg.n_dec
-layer = c3.selectbox("Layer", range(n_layers), format_func=lambda l: str(l + 1), key="snap_layer")
+n_layers = model.cfg.N if kind == "enc_self" else model.cfg.N_dec
+layer = c3.selectbox("Layer", range(n_layers), format_func=lambda i: str(i + 1), key="snap_layer")
 head = c4.selectbox("Head", range(model.cfg.h), format_func=lambda h: str(h + 1), key="snap_head")
 by_step = dict(snaps)
 step = st.select_slider("Training step", options=list(by_step), value=list(by_step)[-1], key="snap_step")
@@ -95,10 +96,15 @@ try:
 except (KeyError, OSError, ValueError) as e:
     st.error(f"The snapshot of step {step} cannot be read ({e}); it may have been cut short while training wrote it.")
     st.stop()
-rows, cols = snapshot_labels(probes[probe], kind)
-if maps.shape[2:] != (len(rows), len(cols)) or layer >= maps.shape[0] or head >= maps.shape[1]:
+try:
+    snap = attention_view(probes[probe], kind, maps=maps)          # labelled as on every page (core.views)
+except (KeyError, ValueError):                                     # tokens missing, or not the maps' sizes
+    snap = None
+if snap is None or layer >= snap.maps.shape[0] or head >= snap.maps.shape[1]:
     st.error("This snapshot does not match its probe sentences or this model's sizes; it belongs to another run.")
     st.stop()
-fig = heatmap_figure(maps[layer, head], rows, cols, zmax=1.0,
+fig = heatmap_figure(snap.maps[layer, head], snap.rows, snap.cols, zmax=1.0,
                      title=f"Step {step:,}: {KINDS[kind].lower()}, layer {layer + 1}, head {head + 1}")
 show_figure(fig, f"{name}_snapshot_{step}_{kind}_l{layer + 1}_h{head + 1}", key="snap_fig")
+if kind != "enc_self":
+    st.caption(plain(DECODER_ROWS))

@@ -8,10 +8,10 @@ import streamlit as st
 
 from app.common import get_attention, model_or_stop, plain, presenter_mode, show_figure
 from app.demo import default_sentence, examples
-from app.figures.attention import (KINDS, SHORT, attention_view, head_view_figure, heatmap_figure, heatmap_from_frame,
-                                   model_view_figure)
+from app.figures.attention import head_view_figure, heatmap_figure, heatmap_from_frame, model_view_figure
 from app.figures.style import readable
 from core.tokenizer import display_pieces
+from core.views import DECODER_ROWS, KINDS, SHORT
 
 VIEWS = {"one": "One head", "grid": "All heads (model view)", "lines": "Head view (lines, as in the paper)"}
 ROW_TITLES = {"enc_self": "attending source token", "dec_self": "decoder step (the token it writes)",
@@ -92,7 +92,7 @@ kind = c1.segmented_control("Attention", list(KINDS), key="kind", format_func=SH
                                  "looks at the words already written. Encoder-decoder: the translation looks at "
                                  "the source.")
 view = c2.segmented_control("View", list(VIEWS), key="view", format_func=VIEWS.get, required=True)
-n_layers = cfg.N if kind == "enc_self" else cfg.n_dec
+n_layers = cfg.N if kind == "enc_self" else cfg.N_dec
 st.session_state.layer = min(st.session_state.layer, n_layers - 1)    # the decoder may have fewer layers
 st.session_state.head = min(st.session_state.head, cfg.h - 1)
 c1, c2, c3, c4, c5 = st.columns(5)
@@ -106,7 +106,7 @@ stretch = c5.toggle("Stretch colours", key="stretch",
                          "pale). On: from 0 to the largest weight shown, to see detail in faint maps.")
 zmax = None if stretch else 1.0
 
-v = attention_view(res, kind, words=words, specials=specials)
+v = res.view(kind, words=words, specials=specials)     # maps with their labels, by core.views' one convention
 notes = []
 if words:
     notes.append("Whole words: the attention a word receives is the sum over its pieces, the attention it pays "
@@ -118,8 +118,7 @@ if not specials:
                  "missing is the weight that went to them." if not v.row_sums_to_one else
                  "</s> is hidden (nothing attends to it here, so rows still add up to 1).")
 if kind != "enc_self":
-    notes.append("Decoder rows are labelled by the token each step writes; it can only see <s> and the tokens "
-                 "before it.")
+    notes.append(DECODER_ROWS)
 st.caption(plain(" ".join(notes)))
 
 where = f"{KINDS[kind]}, layer {layer + 1} of {n_layers}"

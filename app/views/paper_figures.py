@@ -3,7 +3,7 @@ import streamlit as st
 
 from app.common import UNTRAINED, get_attention, model_or_stop, show_figure
 from app.demo import DOMAINS, domain
-from app.figures.paper import describe_link, display_table, figure_set, score_grid_figure
+from app.figures.paper import describe_link, display_table, figure_set, find_heads, score_grid_figure
 from app.figures.training import describe_model
 from core import paper_figures as pf
 
@@ -30,27 +30,28 @@ words = st.toggle("Merge pieces into words", value=True, key="pf_words",
 
 
 def analyse(number: int):
-    """Sentence box, translation and found heads for one figure; None (after an error message) if it fails."""
-    finder, default = pf.FIGURES[number]
+    """Sentence box, translation, found heads and the encoder view to draw for one figure; (None, None) after an
+    error message if it fails."""
+    _, default = pf.FIGURES[number]
     sentence = st.text_input("Sentence", default, key=f"pf{number}_sentence")
     try:
         result = get_attention(name, sentence)
-        found = finder(result.enc_self, result.src_tokens, sentence)
+        found, view = find_heads(number, result, sentence, words)
     except ValueError as e:
         st.error(f"{e}\n\nFigure {number} needs these words; the default sentence has them.")
         return None, None
     for notice in result.notices:
         st.info(notice)
     st.caption(f"Our model translates it: *{result.tgt}*")
-    return result, found
+    return view, found
 
 
 def pick(number: int, found, k: int | None):
     """Layer and heads selectors, defaulting to the found ones; other heads can be picked."""
     c1, c2 = st.columns([1, 3])
     layer = c1.selectbox("Layer", range(cfg.N), index=found.layer, key=f"pf{number}_layer_{name}",
-                         format_func=lambda l: f"{l + 1}" + (" (the paper's)" if l == pf.PAPER_LAYER else "")
-                         + (" (best)" if l == found.layer else ""))
+                         format_func=lambda i: f"{i + 1}" + (" (the paper's)" if i == pf.PAPER_LAYER else "")
+                         + (" (best)" if i == found.layer else ""))
     best = pf.top_heads(found.scores, layer, k)
     heads = c2.multiselect("Heads", range(cfg.h), default=best, key=f"pf{number}_heads_{name}_{layer}",
                            format_func=lambda h: f"head {h + 1}")
@@ -68,11 +69,11 @@ def scores(number: int, found, what: str, drawn: tuple[int, list[int]]) -> None:
         st.dataframe(display_table(found.scores), hide_index=True)
 
 
-def draw(number: int, result, layer: int, heads) -> None:
-    """The figure's pictures for the chosen layer and heads."""
+def draw(number: int, view, layer: int, heads) -> None:
+    """The figure's pictures for the chosen layer and heads of the encoder view (words or pieces)."""
     if not heads:
         st.info("Pick at least one head to draw.")
-    for fig_name, fig in figure_set(number, result.src_tokens, result.enc_self, layer, heads, words).items():
+    for fig_name, fig in figure_set(number, view, layer, heads).items():
         show_figure(fig, fig_name, key=f"pf_{fig_name}")
 
 
@@ -103,10 +104,10 @@ TABS = [  # figure, tab title, the paper's caption and our score, heads picked b
 for tab, (figure, _, caption, n_heads, label) in zip(st.tabs([t[1] for t in TABS]), TABS):
     with tab:
         st.markdown(caption)
-        result, found = analyse(figure)
+        view, found = analyse(figure)
         if found and describe_link(found):   # Figures 3 and 4: does any head link the words at all?
             (st.success if found.linked else st.warning)(describe_link(found))
         if found:
             layer, heads = pick(figure, found, n_heads)
-            draw(figure, result, layer, heads)
+            draw(figure, view, layer, heads)
             scores(figure, found, label, (layer, heads))

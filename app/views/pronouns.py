@@ -112,24 +112,25 @@ if item is not None:
                 "more probable."))
 
 st.subheader("Where it looked")
+enc, cross = result.view("enc_self", words=True), result.view("cross", words=True)     # word maps and their labels
 try:
-    src_word = pf.locate_words(result.src_tokens, pronoun)[0]
-    ante_word = pf.locate_words(result.src_tokens, antecedent)[0]
-    out_word = pf.locate_words(result.out_tokens, choice.written)[0]
-    layer = pf.best_layer(pf.dependency_scores(result.enc_self, result.src_tokens, pronoun, [antecedent]), k=2)
+    src_word = pf.find_words(enc.rows, pronoun)[0]
+    ante_word = pf.find_words(enc.cols, antecedent)[0]
+    out_word = pf.find_words(cross.rows, choice.written)[0]           # decoder rows: the word each step writes
+    layer = pf.best_layer(pf.dependency_scores(enc, pronoun, [antecedent]), k=2)
 except ValueError as e:
     st.error(str(e))
     st.stop()
 marks = {ante_word: "antecedent", src_word: pronoun}
 left, right_col = st.columns(2)
 with left:
-    attn, rows, cols = encoder_rows(result, src_word, layer)
+    attn, rows, cols = encoder_rows(enc, src_word, layer)
     title = f"Encoder: from '{pronoun}', layer {layer + 1}"
     show_figure(attention_from_figure(attn, rows, cols, marks, title=title), "pronoun_encoder", key="pr_enc")
     st.caption(f"Encoder self-attention from '{pronoun}' in layer {layer + 1} of {model.cfg.N}, the layer whose two "
                f"best heads put the most weight on '{antecedent}' (as the paper's Figure 4 picks heads).")
 with right_col:
-    attn, rows, cols = writing_rows(result, out_word)
+    attn, rows, cols = writing_rows(cross, out_word)
     title = f"Cross-attention while writing '{choice.written}'"
     show_figure(attention_from_figure(attn, rows, cols, marks, title=title), "pronoun_cross", key="pr_cross")
     st.caption("Encoder-decoder attention of every decoder layer and head at the step that writes "
