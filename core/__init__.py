@@ -5,7 +5,7 @@ from .config import PRESETS, TransformerConfig, preset
 from .decoding import beam_search, greedy_search
 from .layers import sinusoidal_table
 from .model import Transformer, label_smoothed_loss
-from .schedule import make_optimizer, noam_lr
+from .schedule import cooldown_factor, describe_cooldown, make_optimizer, noam_lr
 from .tokenizer import Tokenizer, clean_text, merge_attention, merge_words, word_ids
 from .translator import AttendResult, ScoreResult, TranslationModel
 from .views import KINDS, AttentionView, attention_view
@@ -15,7 +15,7 @@ __all__ = [
     "CheckpointError", "load_checkpoint", "load_model", "save_checkpoint",
     "PRESETS", "TransformerConfig", "preset",
     "beam_search", "greedy_search", "sinusoidal_table",
-    "Transformer", "label_smoothed_loss", "make_optimizer", "noam_lr",
+    "Transformer", "label_smoothed_loss", "make_optimizer", "noam_lr", "cooldown_factor", "describe_cooldown",
     "Tokenizer", "clean_text", "merge_attention", "merge_words", "word_ids",
     "AttendResult", "ScoreResult", "TranslationModel",
     "KINDS", "AttentionView", "attention_view",

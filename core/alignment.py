@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .analysis import head_or_mean
 from .tokenizer import merge_attention, merge_words, piece_byte, word_ids
 from .views import SPECIALS
 
@@ -273,7 +274,7 @@ def select(maps: np.ndarray, layer, head) -> np.ndarray:
     """One candidate of (N_dec, h, R, C) maps by its label: (2, 3), (2, "mean") or ("all", "mean")."""
     if layer == "all":
         return maps.mean((0, 1))
-    return maps[layer - 1].mean(0) if head == "mean" else maps[layer - 1, head - 1]
+    return head_or_mean(maps, layer - 1, None if head == "mean" else head - 1)     # labels count from 1
 
 
 # --------------------------------------------------------------------------- a corpus

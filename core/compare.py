@@ -70,13 +70,14 @@ def compare_results(ra, rb) -> Comparison:
     for kind in KINDS:
         aligned = _align(ra, rb, kind)
         if aligned is None:
-            cmp.notes.append(f"{kind}: the two models see different words here, so their maps cannot be compared.")
+            cmp.notes.append(f"{KINDS[kind]}: the two models see different words here, "
+                             "so their maps cannot be compared.")
             continue
         va, vb = aligned
         A, B, row_labels, col_labels, level = va.maps, vb.maps, va.rows, va.cols, va.level
         L, h = min(A.shape[0], B.shape[0]), min(A.shape[1], B.shape[1])
         if (A.shape[0], A.shape[1]) != (B.shape[0], B.shape[1]):
-            cmp.notes.append(f"{kind}: the models have {A.shape[0]}×{A.shape[1]} and {B.shape[0]}×{B.shape[1]} "
+            cmp.notes.append(f"{KINDS[kind]}: the models have {A.shape[0]}×{A.shape[1]} and {B.shape[0]}×{B.shape[1]} "
                              f"layers×heads; the first {L}×{h} are compared.")
         A, B = A[:L, :h], B[:L, :h]
         cmp.maps[kind], cmp.labels[kind], cmp.level[kind] = (A, B), (row_labels, col_labels), level

@@ -121,6 +121,9 @@ def display_pieces(pieces: list[str]) -> list[str]:
     """
     out, i = list(pieces), 0
     while i < len(pieces):
+        if piece_byte(pieces[i]) is None:           # most pieces: no byte window to try (keeps this fast)
+            i += 1
+            continue
         n = next((n for n in range(1, 5) if i + n <= len(pieces) and _utf8_char(pieces[i:i + n])), 0)
         if n:
             char = _utf8_char(pieces[i:i + n])

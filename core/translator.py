@@ -186,6 +186,8 @@ class TranslationModel:
         progress: None, or a function called with (sentences done, sentences) after each batch.
         Padding is cut off: a sentence's maps in a batch are its maps alone, up to float rounding.
         """
+        if not hasattr(sources, "__iter__"):                    # None, a number: what attend(None) says too
+            raise ValueError(f"Please give a sentence or a list of sentences, not {type(sources).__name__}.")
         sources = [sources] if isinstance(sources, str) else list(sources)
         targets = [None] * len(sources) if targets is None else [targets] if isinstance(targets, str) else list(targets)
         if len(targets) != len(sources):

@@ -42,6 +42,8 @@ def parse_args(argv=None):
     p.add_argument("--lr-scale", type=float, default=1.0, help="factor on the paper's schedule")
     p.add_argument("--clip", type=float, default=0.0, help="gradient-norm clipping (0: none, as in the paper)")
     p.add_argument("--max-steps", type=int, default=0)
+    p.add_argument("--cooldown", type=int, default=0, metavar="STEPS",
+                   help="with --max-steps: take the learning rate to 0 over the last STEPS steps (1 - sqrt shape)")
     p.add_argument("--max-minutes", type=float, default=0.0, help="stop after this much training time")
     p.add_argument("--epochs", type=float, default=0.0)
     p.add_argument("--patience", type=int, default=0,
@@ -68,7 +70,11 @@ def parse_args(argv=None):
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--log-every", type=int, default=1, help="steps between JSONL log lines")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.cooldown and not 0 < args.cooldown <= args.max_steps:
+        p.error("--cooldown STEPS needs --max-steps (the step where the learning rate reaches 0), "
+                "at least STEPS")
+    return args
 
 
 def main(argv=None):
@@ -112,7 +118,8 @@ def main(argv=None):
     model = model.to(device)
     init = info.get("init") or {}
     opt, sched = make_optimizer(model, cfg.d_model, args.warmup, args.lr_scale, fused=device.type == "cuda",
-                                start_step=init.get("step", 0), rewarm=init.get("rewarm", 0))
+                                start_step=init.get("step", 0), rewarm=init.get("rewarm", 0),
+                                cooldown=(args.max_steps, args.cooldown))
     if args.resume:
         info = load_state(state_path, model, opt, sched)
         if main_proc:

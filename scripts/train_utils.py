@@ -325,6 +325,12 @@ def epochs_done(info) -> float:
     return round(info["epoch"] + info["pos"] / info["epoch_batches"] if info.get("epoch_batches") else info["epoch"], 2)
 
 
+def _cooldown(args) -> dict | None:
+    """The card's record of --cooldown (None without one; older run.json files have no such option)."""
+    steps = getattr(args, "cooldown", 0)
+    return {"steps": steps, "to_zero_at_step": args.max_steps, "shape": "1 - sqrt"} if steps else None
+
+
 def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: int | None = None) -> Path:
     """Average the last k saves into a model and write it, with card and log, to args.out."""
     from core import Transformer
@@ -347,6 +353,7 @@ def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: in
                      "target_tokens": info["tokens"], "wall_time_s": round(info["elapsed_s"], 1),
                      "hardware": hw, "processes": world, "max_tokens": args.max_tokens,
                      "accum": args.accum, "warmup": args.warmup, "lr_scale": args.lr_scale, "clip": args.clip,
+                     "cooldown": _cooldown(args),
                      "precision": getattr(args, "precision_used", None), "warm_start": info.get("init"),
                      "overrides": list(args.set or []),
                      "averaged_saves": [p.name for p in saves]},

@@ -12,6 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core.checkpoint import atomic_write  # noqa: E402
+from core.schedule import describe_cooldown  # noqa: E402
 
 
 # card["stopped_by"] as words ("patience" is said beside the best dev BLEU; older cards say "budget")
@@ -41,7 +42,8 @@ def card_markdown(card: dict, config: dict | None = None) -> str:
               if t.get("precision") else None,
               (f"- Warm start: from `{t['warm_start']['from']}` at step {t['warm_start']['step']}, "
                f"{t['warm_start']['optimizer']}, {t['warm_start']['rewarm']} steps of learning-rate re-warm-up")
-              if t.get("warm_start") else None, ""]
+              if t.get("warm_start") else None,
+              f"- Cool-down: {describe_cooldown(t['cooldown'])}" if t.get("cooldown") else None, ""]
     lines += ["## Scores", ""]
     if card.get("dev_last"):
         d = card["dev_last"]

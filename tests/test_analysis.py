@@ -283,6 +283,16 @@ def test_compare_same_model_is_zero_and_another_model_is_not(translation_model, 
     assert (diff.js["enc_self"] > 1e-4).all() and diff.js["cross"].shape == (tm.cfg.N_dec, tm.cfg.h)
 
 
+def test_compare_notes_name_kinds_as_the_page_does(translation_model, tokenizer):
+    """A model with one more layer: each kind's note says which layers are compared, in words, not "enc_self"."""
+    tm = translation_model
+    deeper = core.TranslationModel(tiny_model(len(tokenizer), seed=1, N=tm.cfg.N + 1), tokenizer)
+    cmp = compare.compare_results(*compare.attend_both(tm, deeper, "a man in a blue shirt", tgt="ein Mann"))
+    assert cmp.js["enc_self"].shape == (tm.cfg.N, tm.cfg.h)
+    assert any(n.startswith("Encoder self-attention: the models have") for n in cmp.notes)
+    assert not any(kind in n for n in cmp.notes for kind in ("enc_self", "dec_self", "cross:"))
+
+
 def test_compare_across_tokenizers_goes_word_by_word(translation_model):
     import io
     import sentencepiece as spm

@@ -124,3 +124,8 @@ def test_bad_batches_say_which_sentence(translation_model):
     with pytest.raises(ValueError, match="one target"):
         translation_model.attend_batch(["a man", "two girls"], ["ein Mann"])
     assert translation_model.attend_batch([]) == []
+    for nothing in (None, 3):
+        with pytest.raises(ValueError, match="a sentence or a list of sentences"):
+            translation_model.attend_batch(nothing)
+    with pytest.raises(ValueError, match="as text, not NoneType"):
+        translation_model.attend_batch(["a man", None])

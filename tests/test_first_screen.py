@@ -244,3 +244,16 @@ def test_figures_show_byte_pieces_as_the_characters_they_stand_for():
              if tr.meta and "tokens" in tr.meta for t in tr.text]
     assert "9" in words and "<0x39>" not in words
     assert list(maps_side_by_side(np.eye(3), np.eye(3), toks, toks, ("a", "b")).layout.xaxis.ticktext)[1] == "9"
+
+
+def test_alignment_figures_take_the_apps_text_sizes():
+    """They once set their own 12 px font for the whole figure, smaller than every other page's 14."""
+    import numpy as np
+
+    from app.figures.alignment import aer_grid_figure, alignment_figure
+    style.install()
+    figs = [alignment_figure(np.full((2, 3), 1 / 3), ["ein", "Mann"], ["a", "man", "</s>"], {"model": {(0, 0)}}),
+            aer_grid_figure({"-1": [[0.5, 0.4, 0.45]]}, "AER")]
+    for fig in figs:
+        assert fig.layout.font.size is None                   # the template's: style.SIZES["base"]
+        assert style.readable(fig, presenter=True).layout.template.layout.font.size == round(14 * 1.5)

@@ -3,6 +3,7 @@ shipped checkpoint (--init-from, --rewarm) and stopping a run by a signal withou
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 
 import pytest
@@ -128,6 +129,30 @@ def test_init_from_continues_steps_log_and_schedule(corpus, parent, tmp_path):  
     card = json.loads((out / "card.json").read_text())
     assert card["training"]["steps"] == 50
     assert card["training"]["warm_start"] == {"from": str(ckpt), "step": 40, "rewarm": 5, "optimizer": "fresh Adam"}
+
+
+def test_a_resumed_run_cools_down_to_zero_at_max_steps(corpus, parent, tmp_path):  # noqa: F811
+    run = tmp_path / "run"
+    shutil.copytree(parent[0], run)                                         # the parent's run, 40 steps done
+    train.main(run_args(corpus[1], run, "--out", tmp_path / "ckpt", "--max-steps", 50, "--max-tokens", 256,
+                        "--save-every-steps", 20, "--precision", "fp32", "--cooldown", 8, "--resume"))
+    log = train_log(run)
+    # the last 8 steps before 50 (43..50) scale the schedule by 1 - sqrt((step - 42) / 8); 0 at step 50
+    for step in range(41, 51):
+        factor = 1.0 if step <= 42 else 1.0 - ((step - 42) / 8) ** 0.5
+        assert log[step]["lr"] == pytest.approx(core.noam_lr(step, 32, 50, 0.3) * factor, rel=1e-6, abs=1e-12)
+    assert log[50]["lr"] == 0.0 and log[46]["lr"] == pytest.approx(core.noam_lr(46, 32, 50, 0.3) * 0.2929, rel=1e-3)
+    card = json.loads((tmp_path / "ckpt" / "card.json").read_text())
+    assert card["training"]["cooldown"] == {"steps": 8, "to_zero_at_step": 50, "shape": "1 - sqrt"}
+    assert "taken down to 0 over the last 8 steps, ending at step 50" in core.describe_cooldown(
+        card["training"]["cooldown"])
+
+
+def test_cooldown_needs_an_end_step():
+    for extra in ([], ["--max-steps", "5"]):
+        with pytest.raises(SystemExit):
+            train.parse_args(["--data", "d", "--run", "r", "--cooldown", "10", *extra])
+    assert train.parse_args(["--data", "d", "--run", "r", "--cooldown", "10", "--max-steps", "10"]).cooldown == 10
 
 
 def test_init_from_a_checkpoint_of_another_shape_is_refused(corpus, parent, tmp_path):  # noqa: F811

@@ -33,3 +33,13 @@ def test_make_optimizer_first_update_uses_step_one():
     step_size = (model.weight.detach() - before).abs()
     assert torch.allclose(step_size, torch.full_like(step_size, core.noam_lr(1, 512, 4000)), rtol=1e-4)
     assert group["lr"] == pytest.approx(core.noam_lr(2, 512, 4000), rel=1e-12)
+
+
+def test_cooldown_factor_is_one_then_falls_as_one_minus_sqrt_to_zero():
+    assert core.cooldown_factor(500) == 1.0                                  # no cool-down asked for
+    assert [core.cooldown_factor(s, 1000, 400) for s in (1, 600)] == [1.0, 1.0]
+    assert core.cooldown_factor(700, 1000, 400) == pytest.approx(0.5)         # a quarter of the way: 1 - sqrt(1/4)
+    assert core.cooldown_factor(1000, 1000, 400) == 0.0
+    assert core.cooldown_factor(1200, 1000, 400) == 0.0                      # past the end: stays at 0
+    falls = [core.cooldown_factor(s, 1000, 400) for s in range(600, 1001)]
+    assert all(a > b for a, b in zip(falls, falls[1:]))

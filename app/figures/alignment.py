@@ -11,7 +11,6 @@ from plotly.subplots import make_subplots
 
 from app.figures.attention import COLORSCALE, tick_labels
 
-FONT = dict(family="sans-serif", size=12)
 # how each kind of link is drawn: (legend name, marker symbol, colour)
 LINK_STYLE = {
     "model": ("link of this head", "circle", "#1b2631"),
@@ -67,7 +66,7 @@ def alignment_figure(attn: np.ndarray, rows: list[str], cols: list[str], links: 
                          title_text="German (target)" if k == 1 else None)
     # the legend between the title and the panels: below them it would cover the rotated word labels
     fig.update_layout(title=dict(text=tick_labels([title])[0], x=0.0, y=0.995, yref="container", yanchor="top"),
-                      font=FONT, plot_bgcolor="white", height=min(320 + 22 * max(R, 6), 1360),
+                      plot_bgcolor="white", height=min(320 + 22 * max(R, 6), 1360),
                       margin=dict(l=90, r=10, t=150, b=90),
                       legend=dict(orientation="h", yanchor="bottom", y=1.09, x=0.0))
     return fig
@@ -96,7 +95,7 @@ def aer_grid_figure(grid: dict, title: str = "", selected: dict | None = None) -
             col = n - 1 if selected["head"] == "mean" else selected["head"] - 1
             fig.add_shape(type="rect", x0=col - 0.5, x1=col + 0.5, y0=selected["layer"] - 1.5,
                           y1=selected["layer"] - 0.5, line=dict(color="crimson", width=3), row=1, col=k)
-    fig.update_layout(title=dict(text=title, x=0.0), font=FONT, height=170 + 45 * len(grid[shifts[0]]),
+    fig.update_layout(title=dict(text=title, x=0.0), height=170 + 45 * len(grid[shifts[0]]),
                       coloraxis=dict(colorscale="Viridis_r", cmin=0, cmax=100, colorbar=dict(title="AER %")),
                       margin=dict(l=70, r=10, t=80, b=40))
     return fig

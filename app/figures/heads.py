@@ -13,6 +13,11 @@ from plotly.subplots import make_subplots
 from app.figures.attention import tick_labels
 
 
+def one_based(table: pd.DataFrame) -> pd.DataFrame:
+    """A table of heads as people read it (and the CSV files hold it): layers and heads counted from 1."""
+    return table.assign(layer=table["layer"] + 1, head=table["head"] + 1)
+
+
 def head_grid(grid: np.ndarray, title: str, label: str, zmin=None, zmax=None,
               colorscale: str = "Viridis", fmt: str = ".2f") -> go.Figure:
     """A layers × heads heatmap of one number per head (NaN cells stay blank), values written in the cells."""

@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from app.figures.attention import head_view_figure, safe
+from app.figures.heads import one_based
 from core import paper_figures as pf
 from core.views import AttentionView
 
@@ -126,6 +127,4 @@ def describe_link(found) -> str:
 
 def display_table(table: pd.DataFrame) -> pd.DataFrame:
     """The ranked table as users read it: layers and heads counted from 1, scores rounded."""
-    out = table.copy()
-    out["layer"], out["head"] = out["layer"] + 1, out["head"] + 1
-    return out.round(3)
+    return one_based(table).round(3)

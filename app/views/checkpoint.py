@@ -10,6 +10,7 @@ from app.figures.attention import heatmap_figure
 from app.figures.training import (card_facts, describe_model, emergence_charts, emergence_summary, read_probes,
                                   read_snapshot, read_train_log, snapshot_steps, training_charts)
 from core.emergence import appearance
+from core.schedule import describe_cooldown
 from core.views import DECODER_ROWS, KINDS, attention_view
 
 st.title("Checkpoint")
@@ -27,7 +28,8 @@ if test.get("bleu_signature"):
 t = card.get("training") or {}
 if t:
     shown = ("preset", "max_tokens", "warmup", "lr_scale", "accum", "clip", "overrides")
-    st.caption("Training settings: " + ", ".join(f"{k} {v}" for k, v in t.items() if k in shown))
+    st.caption("Training settings: " + ", ".join(f"{k} {v}" for k, v in t.items() if k in shown)
+               + (f"; {describe_cooldown(t['cooldown'])}" if t.get("cooldown") else ""))
 with st.expander("The whole card (card.json) and config (config.json)"):
     st.json(card or {"note": "this model has no card"}, expanded=1)
     st.json(json.loads(model.cfg.to_json()), expanded=False)

@@ -66,13 +66,8 @@ PLAIN = {
 }
 
 
-def one_based(df: pd.DataFrame) -> pd.DataFrame:
-    """Layers and heads numbered from 1 for people (and in the CSV files)."""
-    return df.assign(layer=df["layer"] + 1, head=df["head"] + 1)
-
-
 def csv_button(df: pd.DataFrame, label: str, file: str, key: str) -> None:
-    st.download_button(label, one_based(df).to_csv(index=False).encode("utf-8"), file_name=file,
+    st.download_button(label, figs.one_based(df).to_csv(index=False).encode("utf-8"), file_name=file,
                        mime="text/csv", key=key)
 
 
@@ -112,7 +107,7 @@ def head_finder(name: str, table: pd.DataFrame) -> None:
     st.subheader("Heads ranked by " + plain(COLUMNS[score]))
     ranked = analysis.rank_heads(table, score, kind, top=10)
     others = [s for s in scores if s != score]
-    st.dataframe(one_based(ranked)[["layer", "head", score, *others]].rename(columns=COLUMNS), hide_index=True)
+    st.dataframe(figs.one_based(ranked)[["layer", "head", score, *others]].rename(columns=COLUMNS), hide_index=True)
     with st.expander("What the columns mean"):
         st.markdown("\n".join(f"- **{plain(COLUMNS[s])}**: {plain(PLAIN[s])}" for s in scores))
     csv_button(table, "Download every head's scores (CSV)", f"head_scores_{name}.csv", "heads_csv")

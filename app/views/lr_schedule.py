@@ -6,6 +6,7 @@ import streamlit as st
 from app.common import model_or_stop, show_figure
 from app.figures.schedule import key_values, logged_vs_formula_chart, schedule_chart, schedule_curve, sci
 from app.figures.training import line_chart, read_train_log, thin
+from core.schedule import describe_cooldown
 
 st.title("Learning-rate schedule")
 st.latex(r"lrate = d_{model}^{-0.5} \cdot \min(step^{-0.5},\ step \cdot warmup\_steps^{-1.5})")
@@ -36,7 +37,9 @@ t = model.card.get("training", {})
 run_warmup, run_scale = t.get("warmup"), t.get("lr_scale", 1.0)
 if run_warmup:
     st.write(f"This run used d_model {model.cfg.d_model}, warmup {run_warmup:,} and the formula multiplied by "
-             f"{run_scale}: a small model on a small batch trains better with a shorter warm-up.")
+             f"{run_scale}: a small model on a small batch trains better with a shorter warm-up."
+             + (f" At the end, {describe_cooldown(t['cooldown'])}: the logged curve leaves the formula there."
+                if t.get("cooldown") else ""))
     formula = schedule_curve(model.cfg.d_model, int(run_warmup), run_scale, int(steps.step.max()), points=300)
     chart = logged_vs_formula_chart(thin(steps), formula, "Learning rate: logged and formula")
 else:
