@@ -21,10 +21,9 @@ def cooldown_factor(step: int, end: int = 0, length: int = 0) -> float:
     return max(0.0, 1.0 - ((step - (end - length)) / length) ** 0.5)
 
 
-def describe_cooldown(cooldown: dict | None) -> str | None:
-    """A card's training["cooldown"] in words, for the card, the Checkpoint and Learning-rate pages."""
-    if not cooldown:
-        return None
+def describe_cooldown(cooldown: dict) -> str:
+    """A card's training["cooldown"] (when it has one) in words, for the card, the Checkpoint and Learning-rate
+    pages."""
     return (f"the learning rate was taken down to 0 over the last {cooldown['steps']:,} steps, ending at step "
             f"{cooldown['to_zero_at_step']:,} ({cooldown['shape']} shape; a cool-down, not in the paper)")
 
