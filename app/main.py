@@ -1,15 +1,10 @@
 """Attention Explorer: `streamlit run app/main.py`. The entry point only builds the navigation."""
-import sys
 import time
 from pathlib import Path
 
 started = time.perf_counter()          # this run's start, for log_run
 
-import streamlit as st  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:          # so that `core` and `app` import when run by streamlit
-    sys.path.insert(0, str(ROOT))
+import streamlit as st  # noqa: E402  (after the clock starts: a run's time includes its imports)
 
 from app.common import log_run, sidebar  # noqa: E402
 

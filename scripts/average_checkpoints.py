@@ -14,10 +14,9 @@ import sys
 from argparse import Namespace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core import Tokenizer  # noqa: E402
-from scripts.train_state import read_info  # noqa: E402
-from scripts.train_utils import export, read_run  # noqa: E402
+from core import Tokenizer
+from scripts.train_state import read_info
+from scripts.train_utils import export, read_run
 
 
 def average(run, out, last: int = 5) -> Path:

@@ -8,17 +8,15 @@ with the app's fallback tokenizer. Prints numbers; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from core import Tokenizer, Transformer, TranslationModel, load_checkpoint, preset
+from core import analysis
 
-from core import Tokenizer, Transformer, TranslationModel, load_checkpoint, preset  # noqa: E402
-from core import analysis  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def pick_model(checkpoint: Path):

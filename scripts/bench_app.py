@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from app import common  #  (sets torch to one thread, as in the app)
+from app.figures.attention import head_view_figure, heatmap_figure, model_view_figure
+from core import CheckpointError, load_checkpoint
 
-from app import common  # noqa: E402  (sets torch to one thread, as in the app)
-from app.figures.attention import head_view_figure, heatmap_figure, model_view_figure  # noqa: E402
-from core import CheckpointError, load_checkpoint  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 FIG3 = ("It is in this spirit that a majority of American governments have passed new laws since 2009 "
         "making the registration or voting process more difficult.")

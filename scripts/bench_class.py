@@ -392,7 +392,6 @@ def main():
     try:
         wait_healthy(args.url, proc)
         if args.check_browser:
-            sys.path.insert(0, str(ROOT))
             from scripts.bench_class_browser import check_against_browser
             check_against_browser(args.url, Session, args.run_timeout)
         asyncio.run(bench(args, args.server_pid))

@@ -17,17 +17,15 @@ import argparse
 import io
 import math
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 from torch import nn
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import core
 
-import core  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT / "data" / "wmt-en-de"
 CKPT = ROOT / "checkpoints" / "news-small"

@@ -16,7 +16,6 @@ import argparse
 import io
 import json
 import statistics
-import sys
 import tempfile
 import time
 import warnings
@@ -24,9 +23,8 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core import load_checkpoint  # noqa: E402
-from scripts.import_marian import import_marian  # noqa: E402
+from core import load_checkpoint
+from scripts.import_marian import import_marian
 
 SRC = ("The committee said on Tuesday that the new rules would make it easier for small companies "
        "to hire young workers, although several members warned that the costs were still unclear.")

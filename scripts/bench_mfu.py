@@ -23,11 +23,10 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core import Tokenizer, Transformer, TransformerConfig, label_smoothed_loss  # noqa: E402
-from core.data import collate, token_batches  # noqa: E402
-from scripts.bench_core import sync  # noqa: E402
-from scripts.train_utils import read_run, training_pairs  # noqa: E402
+from core import Tokenizer, Transformer, TransformerConfig, label_smoothed_loss
+from core.data import collate, token_batches
+from scripts.bench_core import sync
+from scripts.train_utils import read_run, training_pairs
 
 
 def flops_per_target_token(cfg: TransformerConfig, pairs, lengths, batches) -> tuple[float, float]:

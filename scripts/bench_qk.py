@@ -17,10 +17,9 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from core import CheckpointError, load_checkpoint, qk
 
-from core import CheckpointError, load_checkpoint, qk  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def timed(fn, *args, **kwargs):

@@ -23,11 +23,11 @@ import torch
 from sacrebleu.metrics import BLEU, CHRF
 from tqdm import tqdm
 
+from core import CheckpointError, clean_text, load_checkpoint
+from core.checkpoint import atomic_write
+from core.data import card_data_folder, card_data_name, read_parallel
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-from core import CheckpointError, clean_text, load_checkpoint  # noqa: E402
-from core.checkpoint import atomic_write  # noqa: E402
-from core.data import card_data_folder, card_data_name, read_parallel  # noqa: E402
 
 SRC, TGT = "en", "de"
 

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import torch
 
+from core import CheckpointError, load_checkpoint
+from core.checkpoint import atomic_write
+from core.pronouns import PRONOUN_SET, evaluate, load_pronoun_set, summarize
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-from core import CheckpointError, load_checkpoint  # noqa: E402
-from core.checkpoint import atomic_write  # noqa: E402
-from core.pronouns import PRONOUN_SET, evaluate, load_pronoun_set, summarize  # noqa: E402
 
 
 def parse_args(argv=None):

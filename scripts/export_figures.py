@@ -16,17 +16,14 @@ import json
 import sys
 from pathlib import Path
 
+from app.figures.export import FORMATS, export_problem
+from app.figures.paper import describe_link, figure_set, find_heads, score_grid_figure
+from app.figures.style import install
+from core import CheckpointError, load_checkpoint
+from core import paper_figures as pf
+
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from app.figures.export import FORMATS, export_problem  # noqa: E402
-from app.figures.paper import describe_link, figure_set, find_heads, score_grid_figure  # noqa: E402
-from app.figures.style import install  # noqa: E402
-
 install()              # the app's readable text sizes in every figure built here (a Plotly template)
-from core import CheckpointError, load_checkpoint  # noqa: E402
-from core import paper_figures as pf  # noqa: E402
 
 
 def build(model, label: str, words: bool = True, numbers=(3, 4, 5)) -> tuple[dict, dict]:

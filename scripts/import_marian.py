@@ -24,10 +24,9 @@ from pathlib import Path
 import torch
 from safetensors.torch import load as st_load
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core import (CheckpointError, Tokenizer, Transformer, TransformerConfig,  # noqa: E402
+from core import (CheckpointError, Tokenizer, Transformer, TransformerConfig,
                   load_checkpoint, save_checkpoint)
-from core.layers import sinusoidal_table  # noqa: E402
+from core.layers import sinusoidal_table
 
 PICKLES = ("pytorch_model*.bin", "*.pt", "*.pth", "*.pkl", "*.pickle", "*.ckpt")
 NEEDED = ("config.json", "source.spm", "target.spm", "vocab.json")

@@ -16,10 +16,10 @@ import json
 import sys
 from pathlib import Path
 
+from core.checkpoint import atomic_write
+from core.qk import SAMPLE_FILE, SAMPLE_SIZE, read_corpus
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-from core.checkpoint import atomic_write  # noqa: E402
-from core.qk import SAMPLE_FILE, SAMPLE_SIZE, read_corpus  # noqa: E402
 
 # checkpoint -> (corpus folder under the data folder, what the dev split is, its licence)
 SAMPLES = {

@@ -21,11 +21,10 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core import Tokenizer, Transformer, label_smoothed_loss, make_optimizer, preset  # noqa: E402
-from core.data import collate, token_batches  # noqa: E402
-from scripts.train_state import load_state, read_info  # noqa: E402
-from scripts import train_utils as U  # noqa: E402
+from core import Tokenizer, Transformer, label_smoothed_loss, make_optimizer, preset
+from core.data import collate, token_batches
+from scripts.train_state import load_state, read_info
+from scripts import train_utils as U
 
 
 def parse_args(argv=None):

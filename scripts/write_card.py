@@ -10,9 +10,8 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core.checkpoint import atomic_write  # noqa: E402
-from core.schedule import describe_cooldown  # noqa: E402
+from core.checkpoint import atomic_write
+from core.schedule import describe_cooldown
 
 
 # card["stopped_by"] as words ("patience" is said beside the best dev BLEU; older cards say "budget")

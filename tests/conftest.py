@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import io
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import core  # noqa: E402
+import core
 
 # Tiny models run far faster on one thread, and the machine's cores are shared with training runs.
 torch.set_num_threads(1)

@@ -3,7 +3,6 @@ import hashlib
 import io
 import json
 import random
-import sys
 import tarfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,9 +11,8 @@ from pathlib import Path
 import pytest
 import sentencepiece as spm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # so that `scripts` imports under plain `pytest`
-from scripts import download_wmt14 as dl  # noqa: E402
-from scripts import prepare_data as pd  # noqa: E402
+from scripts import download_wmt14 as dl
+from scripts import prepare_data as pd
 
 # ---------------------------------------------------------------- cleaning
 

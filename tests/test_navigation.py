@@ -1,14 +1,13 @@
 """app/main.py's navigation: pages grouped into sidebar sections, every page file listed once, the explorer first
 (the default page), and a page file not written yet left out. The pages themselves are not run here."""
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-import app.common  # noqa: F401  (the real package, before a copy of main.py puts its own folder first on sys.path)
+import app.common  # noqa: F401  (the installed package, imported before a copy of main.py runs from elsewhere)
 
 APP = Path(__file__).resolve().parents[1] / "app"
 
@@ -18,7 +17,6 @@ def navigation(monkeypatch, tmp_path):
     """Run a main.py with AppTest; return what it gave st.navigation: {section: [(file name, title)]} and the page
     st.navigation chose. The chosen page is not run (only the navigation is tested: fast)."""
     monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(tmp_path / "none"))       # the untrained model only
-    monkeypatch.setattr(sys, "path", list(sys.path))                                # main.py may add its root
     real_page, real_navigation, seen = st.Page, st.navigation, {}
 
     def page(path, **kwargs):

@@ -16,14 +16,14 @@ import sentencepiece as spm
 import torch
 from safetensors.torch import load_file
 
+from core import Tokenizer, load_checkpoint, load_model
+from core.checkpoint import unique_state_dict
+from core.data import encode_pairs, read_parallel, token_batches
+from scripts import average_checkpoints, evaluate, train, write_card
+from scripts.train_state import read_info
+from scripts.train_utils import JsonlLog, average_saves, read_run, validate
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-from core import Tokenizer, load_checkpoint, load_model  # noqa: E402
-from core.checkpoint import unique_state_dict  # noqa: E402
-from core.data import encode_pairs, read_parallel, token_batches  # noqa: E402
-from scripts import average_checkpoints, evaluate, train, write_card  # noqa: E402
-from scripts.train_state import read_info  # noqa: E402
-from scripts.train_utils import JsonlLog, average_saves, read_run, validate  # noqa: E402
 
 EN = "zero one two three four five six seven eight nine".split()
 DE = "null eins zwei drei vier fu\u0308nf sechs sieben acht neun".split()   # "fünf" decomposed (NFD), as in raw text
