@@ -14,6 +14,7 @@ from app.demo import DOMAINS, domain
 from app.figures.export import FORMATS, export_problem, figure_spec, is_plotly, render
 from app.figures.style import install, readable
 from core import CheckpointError, Transformer, TranslationModel, load_checkpoint, preset
+from core.paths import REPO
 
 install()              # readable text in every Plotly figure built from now on (after Streamlit set its own default)
 
@@ -21,8 +22,7 @@ install()              # readable text in every Plotly figure built from now on 
 # threads spin-wait for each other (measured: a cold translation took 31 s on 2 threads, 3.8 s on 1).
 torch.set_num_threads(int(os.environ.get("ATTN_EXPLORER_THREADS", "1")))
 
-ROOT = Path(__file__).resolve().parents[1]
-CHECKPOINTS = ROOT / "checkpoints"      # default; the env var ATTN_EXPLORER_CHECKPOINTS overrides it (tests)
+CHECKPOINTS = REPO / "checkpoints"      # default; the env var ATTN_EXPLORER_CHECKPOINTS overrides it (tests)
 UNTRAINED = "(untrained model)"
 
 
@@ -96,14 +96,14 @@ def _snapshots_version(name: str) -> str:
 
 
 def get_emergence(name: str):
-    """(core.emergence table of every snapshot, unreadable steps, scores of the final weights), cached per version."""
+    """(emergence table of every snapshot, unreadable steps, scores of the final weights), cached per version."""
     return _emergence(name, checkpoint_version(name), _snapshots_version(name))
 
 
 @st.cache_data(max_entries=8, show_spinner="Scoring every attention snapshot of the training run…")
 def _emergence(name: str, version: str, snapshots_version: str):
     from app.figures.training import read_probes, snapshot_steps
-    from core import emergence
+    from core.studies import emergence
     model = get_model(name)
     final = emergence.model_scores(model, int((model.card.get("training") or {}).get("steps", 0)))
     if model.folder is None:
@@ -185,7 +185,7 @@ def model_or_stop() -> tuple[str, TranslationModel]:
 
 def log_run(started: float, page: str) -> None:
     """If the env var ATTN_EXPLORER_RUN_LOG names a file, append this script run's duration to it as a JSON line
-    (scripts/bench_class.py reads it); otherwise do nothing."""
+    (scripts/bench/bench_class.py reads it); otherwise do nothing."""
     path = os.environ.get("ATTN_EXPLORER_RUN_LOG")
     if path:
         line = json.dumps({"t": time.time(), "seconds": time.perf_counter() - started, "page": page}) + "\n"

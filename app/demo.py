@@ -7,7 +7,7 @@ Without that, the domain is guessed from the name of its training data. Pure: no
 """
 from __future__ import annotations
 
-from core.paper_figures import FIGURE3_SENTENCE, FIGURE45_SENTENCE
+from core.studies.paper_figures import FIGURE3_SENTENCE, FIGURE45_SENTENCE
 
 # The paper's sentences (Figures 3-5) are news: they stay on offer for every model, marked when off-domain.
 PAPER = {"Figure 3 of the paper (long-distance 'making … more difficult')": FIGURE3_SENTENCE,

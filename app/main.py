@@ -10,8 +10,9 @@ from app.common import log_run, sidebar  # noqa: E402
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/search:", layout="wide")
 
-# not "pages/": Streamlit would also serve that folder as old-style pages that bypass this file
-PAGES = Path(__file__).parent / "views"
+# not "pages/": Streamlit would also serve that folder as old-style pages that bypass this file (until a
+# session has called st.navigation); not "views/": that is core's attention view
+PAGES = Path(__file__).parent / "screens"
 # Material icons are drawn from Streamlit's own icon font: emoji need a font that a server or a school
 # computer may lack (they then show as empty boxes).
 SECTIONS = {  # the sidebar's sections: (file, title, icon) of their pages; the first page is the default

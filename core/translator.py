@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from .data import pad_batch
-from .decoding import beam_search, greedy_search
+from .model.decoding import beam_search, greedy_search
 from .tokenizer import Tokenizer, clean_text
 from .views import AttentionView, attention_view
 

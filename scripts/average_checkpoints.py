@@ -15,8 +15,9 @@ from argparse import Namespace
 from pathlib import Path
 
 from core import Tokenizer
-from scripts.train_state import read_info
-from scripts.train_utils import export, read_run
+from core.training.state import read_info
+from core.training.run import read_run
+from core.training.saving import export
 
 
 def average(run, out, last: int = 5) -> Path:

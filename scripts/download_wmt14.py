@@ -25,8 +25,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import NamedTuple
+from core.paths import REPO
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_BASE_URL = "https://www.statmt.org"
 
 
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None, sources: list[Source] = SOURCES) -> int:
     """Command-line entry point; returns the exit status."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--dest", type=Path, default=REPO_ROOT / "data" / "wmt14-raw", help="download folder")
+    p.add_argument("--dest", type=Path, default=REPO / "data" / "wmt14-raw", help="download folder")
     p.add_argument("--base-url", default=DEFAULT_BASE_URL, help="mirror holding the same paths")
     p.add_argument("--only", nargs="+", choices=[s.name for s in sources], help="download only these")
     p.add_argument("--no-extract", action="store_true", help="keep the archives packed (no corpus folder)")

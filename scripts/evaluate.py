@@ -26,8 +26,8 @@ from tqdm import tqdm
 from core import CheckpointError, clean_text, load_checkpoint
 from core.checkpoint import atomic_write
 from core.data import card_data_folder, card_data_name, read_parallel
+from core.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 SRC, TGT = "en", "de"
 

@@ -29,10 +29,9 @@ import torch
 from tqdm import tqdm
 
 from core import CheckpointError, load_checkpoint
-from core import alignment as al
+from core.studies import alignment as al
 from core.checkpoint import atomic_write
 
-REPO = Path(__file__).resolve().parents[1]
 
 TOKENIZED = "as_tokenized_result"      # card["alignment"][TOKENIZED]: the summary of an --as-tokenized run
 SUMMARY = ("pairs", "scored", "skipped", "shared_piece_pairs", "selected", "best_layer", "all_heads", "diagonal",

@@ -22,9 +22,8 @@ import torch
 
 from core import CheckpointError, load_checkpoint
 from core.checkpoint import atomic_write
-from core.pronouns import PRONOUN_SET, evaluate, load_pronoun_set, summarize
+from core.studies.pronouns import PRONOUN_SET, evaluate, load_pronoun_set, summarize
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def parse_args(argv=None):

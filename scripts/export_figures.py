@@ -20,9 +20,8 @@ from app.figures.export import FORMATS, export_problem
 from app.figures.paper import describe_link, figure_set, find_heads, score_grid_figure
 from app.figures.style import install
 from core import CheckpointError, load_checkpoint
-from core import paper_figures as pf
+from core.studies import paper_figures as pf
 
-ROOT = Path(__file__).resolve().parents[1]
 install()              # the app's readable text sizes in every figure built here (a Plotly template)
 
 

@@ -59,9 +59,9 @@ print(json.dumps(json.load(open(sys.argv[1]))["test"], indent=1))
 PY
 
 if python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
-    python scripts/bench_mfu.py --run "$WORK/run" --data "$DATA" --peak-tflops "${PEAK_TFLOPS:-989}" | tee "$OUT/mfu.json"
+    python scripts/bench/bench_mfu.py --run "$WORK/run" --data "$DATA" --peak-tflops "${PEAK_TFLOPS:-989}" | tee "$OUT/mfu.json"
 else
-    python scripts/bench_mfu.py --run "$WORK/run" --data "$DATA" --skip 2 | tee "$OUT/mfu.json"
+    python scripts/bench/bench_mfu.py --run "$WORK/run" --data "$DATA" --skip 2 | tee "$OUT/mfu.json"
 fi
 
 tar -C "$WORK" -cf - "$NAME" | split -b 15M -d - "$OUT/$NAME.tar.part-"

@@ -26,7 +26,7 @@ from safetensors.torch import load as st_load
 
 from core import (CheckpointError, Tokenizer, Transformer, TransformerConfig,
                   load_checkpoint, save_checkpoint)
-from core.layers import sinusoidal_table
+from core.model.layers import sinusoidal_table
 
 PICKLES = ("pytorch_model*.bin", "*.pt", "*.pth", "*.pkl", "*.pickle", "*.ckpt")
 NEEDED = ("config.json", "source.spm", "target.spm", "vocab.json")

@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 from core.checkpoint import atomic_write
-from core.qk import SAMPLE_FILE, SAMPLE_SIZE, read_corpus
+from core.studies.qk import SAMPLE_FILE, SAMPLE_SIZE, read_corpus
+from core.paths import REPO, shared_data
 
-REPO = Path(__file__).resolve().parents[1]
 
 # checkpoint -> (corpus folder under the data folder, what the dev split is, its licence)
 SAMPLES = {
@@ -42,7 +42,7 @@ def sample_lines(corpus: Path, what: str, licence: str, n: int) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="folder of the corpora")
+    ap.add_argument("--data", type=Path, default=shared_data(), help="folder of the corpora")
     ap.add_argument("--checkpoints", type=Path, default=REPO / "checkpoints")
     ap.add_argument("--n", type=int, default=SAMPLE_SIZE, help="sentences per checkpoint")
     args = ap.parse_args()

@@ -23,9 +23,9 @@ import sys
 import unicodedata
 from collections import Counter
 from pathlib import Path
+from core.paths import shared_data
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO_ROOT.parent / "shared" / "data" / "wmt-en-de"
+DEFAULT_CORPUS = shared_data("wmt-en-de")
 SPLITS = ("train", "valid", "test")
 LANGS = ("en", "de")
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3

@@ -12,6 +12,7 @@ JSONL log; --out receives the exported checkpoint (averaged weights, fp16) and a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -23,8 +24,13 @@ import torch.distributed as dist
 
 from core import Tokenizer, Transformer, label_smoothed_loss, make_optimizer, preset
 from core.data import collate, token_batches
-from scripts.train_state import load_state, read_info
-from scripts import train_utils as U
+from core.training.state import load_state, read_info
+from core.checkpoint import write_json
+from core.training.precision import autocast, pick_precision
+from core.training.probes import Probes
+from core.training.run import JsonlLog, StopSignal, finished, hardware, overrides, progress, training_pairs
+from core.training.saving import export, save_all, warm_start
+from core.training.validation import Validation, validate
 
 
 def parse_args(argv=None):
@@ -95,9 +101,9 @@ def main(argv=None):
         run.mkdir(parents=True, exist_ok=True)
 
     tokenizer = Tokenizer.from_folder(args.data)
-    cfg = preset(args.preset, vocab_size=len(tokenizer), **U.overrides(args.config, args.set))
-    pairs, skipped, lengths = U.training_pairs(args.data, tokenizer, cfg, args.max_len)
-    valid = U.Validation(args, tokenizer, cfg, device) if (args.valid_every and main_proc) else None
+    cfg = preset(args.preset, vocab_size=len(tokenizer), **overrides(args.config, args.set))
+    pairs, skipped, lengths = training_pairs(args.data, tokenizer, cfg, args.max_len)
+    valid = Validation(args, tokenizer, cfg, device) if (args.valid_every and main_proc) else None
     if main_proc:
         print(f"{len(pairs)} training pairs ({skipped} longer than {args.max_len} tokens left out); "
               f"{sum(t for _, t in lengths)} target tokens an epoch; {world} process(es) on {device}", flush=True)
@@ -110,7 +116,7 @@ def main(argv=None):
     if args.resume:
         info = read_info(state_path)      # the schedule's warm-start offset, before the optimiser is made
     elif args.init_from:
-        info = U.warm_start(args.init_from, model, run, args.rewarm)
+        info = warm_start(args.init_from, model, run, args.rewarm)
         if main_proc:
             print(f"warm start from {args.init_from} at step {info['step']}: fresh optimiser, "
                   f"{args.rewarm} steps of re-warm-up", flush=True)
@@ -130,26 +136,26 @@ def main(argv=None):
     if world > 1:
         train_model = torch.nn.parallel.DistributedDataParallel(
             train_model, device_ids=[device.index] if device.type == "cuda" else None)
-    args.precision_used, why = U.pick_precision(args.precision, device)
-    amp = U.autocast(args.precision_used, device)
+    args.precision_used, why = pick_precision(args.precision, device)
+    amp = autocast(args.precision_used, device)
     if main_proc:
         print(f"precision: {args.precision_used} ({why})", flush=True)
-    probes = U.Probes(args, tokenizer, model) if (args.probe_every and main_proc and args.out) else None
-    log = U.JsonlLog(run / "train_log.jsonl", info["step"]) if main_proc else None
+    probes = Probes(args, tokenizer, model) if (args.probe_every and main_proc and args.out) else None
+    log = JsonlLog(run / "train_log.jsonl", info["step"]) if main_proc else None
     if main_proc:
-        U.write_json(run / "run.json", {"args": vars(args), "config": json.loads(cfg.to_json()), "world": world,
+        write_json(run / "run.json", {"args": vars(args), "config": json.loads(cfg.to_json()), "world": world,
                                          "precision": args.precision_used,
-                                         "device": U.hardware(device), "parameters": n_params})
+                                         "device": hardware(device), "parameters": n_params})
 
     n_micro = world * args.accum
     epoch_batches = token_batches(lengths, args.max_tokens, seed=args.seed + info["epoch"])
     info["epoch_batches"] = len(epoch_batches)   # for the card's fractional epoch count
-    bar = U.progress(args, info["step"], main_proc)
+    bar = progress(args, info["step"], main_proc)
     t_start, last_save, step_tokens_t = time.time() - info["elapsed_s"], time.time(), time.time()
     model.train()
-    stop = U.StopSignal()
+    stop = StopSignal()
     info.pop("stopped_by_signal", None)             # a resumed run that was stopped by a signal goes on
-    while not U.finished(args, info, len(epoch_batches), time.time() - t_start, world, stop.requested):
+    while not finished(args, info, len(epoch_batches), time.time() - t_start, world, stop.requested):
         if info["pos"] + n_micro > len(epoch_batches):        # the rest does not fill an update: next epoch
             info["epoch"], info["pos"] = info["epoch"] + 1, 0
             epoch_batches = token_batches(lengths, args.max_tokens, seed=args.seed + info["epoch"])
@@ -161,7 +167,7 @@ def main(argv=None):
         loss_sum = torch.zeros((), device=device)
         for a, idx in enumerate(mine):
             src, tin, tout = collate(pairs, idx, cfg.pad_id, cfg.bos_id, cfg.eos_id, device)
-            sync = U.nullcontext() if (world == 1 or a == len(mine) - 1) else train_model.no_sync()
+            sync = contextlib.nullcontext() if (world == 1 or a == len(mine) - 1) else train_model.no_sync()
             with sync:
                 with amp:
                     logits = train_model(src, tin)
@@ -192,14 +198,14 @@ def main(argv=None):
             bar.update(1)
             bar.set_postfix(loss=f"{mean_loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tok_s:.0f}", ep=info["epoch"])
             if valid and info["step"] % args.valid_every == 0:
-                U.validate(valid, model, info, log, bar, args.patience)
+                validate(valid, model, info, log, bar, args.patience)
             if probes and info["step"] % args.probe_every == 0:
                 probes.snapshot(info["step"])
             due = (args.save_every_steps and info["step"] % args.save_every_steps == 0) or \
                   (not args.save_every_steps and now - last_save >= args.save_every_min * 60)
             if due:
                 info["elapsed_s"] = now - t_start
-                U.save_all(run, model, opt, sched, info, args.keep)
+                save_all(run, model, opt, sched, info, args.keep)
                 last_save = now
         model.train()
     stop.close()
@@ -209,12 +215,12 @@ def main(argv=None):
         bar.close()
         info["elapsed_s"] = time.time() - t_start
         if valid and info["step"] % args.valid_every:   # before the save, so the state holds the last dev scores
-            U.validate(valid, model, info, log, None, args.patience)
-        U.save_all(run, model, opt, sched, info, args.keep)
+            validate(valid, model, info, log, None, args.patience)
+        save_all(run, model, opt, sched, info, args.keep)
         if probes:
             probes.snapshot(info["step"])
         if args.out:
-            U.export(run, args, cfg, tokenizer, info, device, n_params, world)
+            export(run, args, cfg, tokenizer, info, device, n_params, world)
         print(json.dumps({"step": info["step"], "epoch": info["epoch"], "elapsed_s": round(info["elapsed_s"], 1),
                           "tokens": info["tokens"]}), flush=True)
     if world > 1:

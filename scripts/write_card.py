@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from core.checkpoint import atomic_write
-from core.schedule import describe_cooldown
+from core.training.schedule import describe_cooldown
 
 
 # card["stopped_by"] as words ("patience" is said beside the best dev BLEU; older cards say "budget")

@@ -37,7 +37,7 @@ def alignment_figure(attn: np.ndarray, rows: list[str], cols: list[str], links: 
                      gold: dict | None = None, title: str = "") -> go.Figure:
     """The chosen head's word-level map with its links drawn over it; with gold, the gold links beside it.
 
-    links: {"model": set} without gold, or core.alignment.classify's {"correct", "possible", "wrong",
+    links: {"model": set} without gold, or core.studies.alignment.classify's {"correct", "possible", "wrong",
     "missed"} with it. gold: {"sure": set, "possible": set (possible only)} or None.
     """
     attn = np.asarray(attn, dtype=np.float32)
@@ -75,7 +75,7 @@ def alignment_figure(attn: np.ndarray, rows: list[str], cols: list[str], links: 
 def aer_grid_figure(grid: dict, title: str = "", selected: dict | None = None) -> go.Figure:
     """AER of every head (columns 1..h, then the layer average) by layer (rows), one panel per shift.
 
-    grid: {shift: [[AER of head 1..h, layer average] for each layer]} (core.alignment.report's "grid").
+    grid: {shift: [[AER of head 1..h, layer average] for each layer]} (core.studies.alignment.report's "grid").
     selected: {"layer", "head", "shift"} to outline, e.g. the head chosen on the first half of the pairs.
     """
     shifts = list(grid)

@@ -1,6 +1,6 @@
 """The paper's Figures 3-5 in its own style, and every head's score as a layer x head grid.
 
-Pure builders shared by app/views/paper_figures.py, scripts/export_figures.py and the tests.
+Pure builders shared by app/screens/paper_figures.py, scripts/export_figures.py and the tests.
 Layers and heads are shown counting from 1, as the paper does; the arrays are indexed from 0.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from app.figures.attention import head_view_figure, safe
 from app.figures.heads import one_based
-from core import paper_figures as pf
+from core.studies import paper_figures as pf
 from core.views import AttentionView
 
 
@@ -97,7 +97,7 @@ LINKS = {3: ("making", "more difficult"), 4: ("its", "Law")}   # the words a fig
 
 
 def describe_link(found) -> str:
-    """In plain words: does any head link Figure 3's or 4's words (core.paper_figures' threshold), and which?
+    """In plain words: does any head link Figure 3's or 4's words (core.studies.paper_figures' threshold), and which?
 
     For Figure 4 the best head's share on 'application' and its next-word score are given beside it,
     so that a next-word head cannot pass for an anaphora head. "" for Figure 5 (no threshold).

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from app.figures.attention import heatmap_figure, safe
-from core.pronouns import is_feminine_form
+from core.studies.pronouns import is_feminine_form
 from core.views import AttentionView
 
 COLORS = {True: "#d95f02", False: "#1b9e77"}      # feminine forms (ihr-, sie) / masculine-neuter (sein-, er, es)

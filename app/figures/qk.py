@@ -1,7 +1,7 @@
 """Figures of the "Queries and keys" page: one head's queries and keys over many sentences as points in 2-D,
 and every head of a layer as small multiples. Pure builders: points and coordinates in, Plotly figure out.
 
-Points come from core.qk (HeadPoints, 2-D coordinates). Each point carries customdata [sentence, position,
+Points come from core.studies.qk (HeadPoints, 2-D coordinates). Each point carries customdata [sentence, position,
 is_query] (0-based), so that a click can open that sentence's map. WebGL (Scattergl): thousands of points.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures.attention import safe
-from core.qk import HeadPoints
+from core.studies.qk import HeadPoints
 from core.tokenizer import WORD_START
 
 ROLE_COLORS = {"query": "#2ca02c", "key": "#d62780"}        # AttentionViz: queries green, keys pink
@@ -105,7 +105,7 @@ def qk_scatter(points: HeadPoints, coords: np.ndarray, color_by: str = "role",
 
 def small_multiples(embeddings: list[tuple], color_by: str = "role", title: str = "", columns: int = 4,
                     selected: int | None = None) -> go.Figure:
-    """Every head of a layer at once: embeddings[k] = (HeadPoints, coords (P, 2), ...) of head k (core.qk).
+    """Every head of a layer at once: embeddings[k] = (HeadPoints, coords (P, 2), ...) of head k (core.studies.qk).
 
     A teacher can point at the heads whose queries and keys draw lines ordered by position. No hover text
     (tens of thousands of points); customdata [head] on every point, so that a click opens that head.

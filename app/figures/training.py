@@ -13,7 +13,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.paper_figures import LINK_FACTOR
+from core.studies.paper_figures import LINK_FACTOR
 
 SNAPSHOT = re.compile(r"step_(\d+)\.npz$")
 
@@ -155,7 +155,7 @@ def snapshot_steps(folder) -> list[tuple[int, Path]]:
 def read_probes(folder, key: str = "sentences") -> list[dict]:
     """The probe sentences of the snapshots (src, tgt and their tokens), or [] if none were recorded.
 
-    key "pronouns": the annotated pronoun sentences whose pronoun rows snapshots hold (core.emergence).
+    key "pronouns": the annotated pronoun sentences whose pronoun rows snapshots hold (core.studies.emergence).
     """
     path = Path(folder) / "snapshots" / "probes.json" if folder else None
     if path is None or not path.exists():
@@ -172,9 +172,9 @@ def read_snapshot(path, probe: int, kind: str) -> np.ndarray:
         return npz[f"{probe}_{kind}"].astype(np.float32)
 
 
-# ---- when did the heads appear? (core.emergence's table as curves and sentences) ----
+# ---- when did the heads appear? (core.studies.emergence's table as curves and sentences) ----
 
-HEAD_SERIES = {   # column of core.emergence's table -> (legend, colour, dashed)
+HEAD_SERIES = {   # column of core.studies.emergence's table -> (legend, colour, dashed)
     "fig3_score": ("Figure 3: 'making' → 'more difficult', best head", "#1f77b4", False),
     "fig3_threshold": ("Figure 3: a link from here", "#1f77b4", True),
     "fig4_score": ("Figure 4: 'its' → 'Law' (antecedent), best head", "#d62728", False),
@@ -244,7 +244,7 @@ def emergence_charts(table: pd.DataFrame | None, final: dict | None = None,
                      valids: pd.DataFrame | None = None) -> dict[str, alt.Chart]:
     """"When did the heads appear?": the paper's Figure 3/4 scores, and the pronoun scores, against the step.
 
-    table: core.emergence.snapshot_scores (one row per snapshot); final: core.emergence.model_scores of the
+    table: emergence.snapshot_scores (core.studies; one row per snapshot); final: emergence.model_scores of the
     checkpoint's weights (diamonds at its step); valids: the log's validations (their "pronouns" record).
     """
     parts = {"heads": [], "pronouns": []}
@@ -272,9 +272,9 @@ def emergence_charts(table: pd.DataFrame | None, final: dict | None = None,
 
 
 def emergence_summary(found: dict | None, number: int, final: dict | None = None) -> str:
-    """core.emergence.appearance in plain words: when the head of Figure 3 or 4 appeared, or that it did not.
+    """core.studies.emergence.appearance in plain words: when the head of Figure 3 or 4 appeared, or that it did not.
 
-    final: core.emergence.model_scores of the checkpoint's weights, said in a sentence of its own.
+    final: core.studies.emergence.model_scores of the checkpoint's weights, said in a sentence of its own.
     """
     head, words = {3: ("long-distance head", "'making' to 'more difficult' (Figure 3)"),
                    4: ("anaphora head", "'its' to 'Law' (Figure 4)")}[number]

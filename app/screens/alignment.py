@@ -1,0 +1,156 @@
+"""Alignment: does a cross-attention head link each German word with the English word it translates?
+
+The math is in core.studies.alignment, the figures in app.figures.alignment. Gold pairs are read in place
+from ../shared/eval/rwth-deen-alignment (or ATTN_EXPLORER_ALIGNMENT_GOLD), never copied.
+"""
+import os
+
+import numpy as np
+import streamlit as st
+
+from app.common import get_attention, model_or_stop, show_figure
+from app.figures import alignment as figs
+from core.studies import alignment as al
+
+AER_TEXT = ("**AER** (alignment error rate, Och & Ney 2003) compares the links a head proposes with the links "
+            "human annotators drew, each marked *sure* (S) or only *possible* (P): "
+            "AER = 1 − (|A∩S| + |A∩P|) / (|A| + |S|). It is 0 when every proposed link is at least possible and "
+            "every sure link is found, so lower is better.")
+OWN = "Your own sentence"
+
+
+def gold_folder() -> str:
+    return os.environ.get("ATTN_EXPLORER_ALIGNMENT_GOLD") or str(al.DEFAULT_GOLD)
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def gold_pairs(folder: str):
+    """(pairs, None), or (None, why not) when the gold data is not there."""
+    try:
+        return al.read_gold(folder), None
+    except al.AlignmentError as e:
+        return None, str(e)
+
+
+def label(layer, head) -> str:
+    if layer == "all":
+        return "all layers, mean of all heads"
+    return f"layer {layer}, " + ("mean of its heads" if head == "mean" else f"head {head}")
+
+
+def pct(x) -> str:
+    return "–" if x is None or not np.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def live_report(model, pairs: list, as_tokenized: bool) -> dict:
+    """Every head scored on these pairs, with a progress bar (the card's figures come from the script)."""
+    bar = st.progress(0.0, text="Scoring every head on the gold pairs…")
+    ev = al.evaluate(model, pairs, as_tokenized,
+                     progress=lambda done, total: bar.progress(done / total, text=f"pair {done} of {total}"))
+    bar.empty()
+    return al.report(ev)
+
+
+name, model = model_or_stop()
+cfg = model.cfg
+st.title("Alignment")
+st.caption("Does a head of the encoder-decoder attention link each German word with the English word it "
+           "translates? Its links are compared with links drawn by people.")
+st.markdown(AER_TEXT)
+
+pairs, why = gold_pairs(gold_folder())
+card = (model.card or {}).get("alignment") or {}
+best = card.get("selected") or {}
+if st.session_state.get("al_for") != name:        # a checkpoint (newly) picked: start on its best head
+    st.session_state.update(al_for=name, al_layer=best.get("layer", 1), al_head=best.get("head", 1),
+                            al_shift=best.get("shift", "read"))
+if st.session_state.al_layer not in (*range(1, cfg.N_dec + 1), "all"):      # another checkpoint, fewer layers
+    st.session_state.al_layer = 1
+if st.session_state.al_head not in (*range(1, cfg.h + 1), "mean"):
+    st.session_state.al_head = 1
+
+# ---------------------------------------------------------------- the sentence pair
+sources = (["gold", OWN] if pairs else [OWN])
+mode = st.radio("Sentence pair", sources, horizontal=True, key="al_mode",
+                format_func=lambda m: "A pair with human gold links (RWTH German-English)" if m == "gold" else m)
+if not pairs:
+    st.info(f"No gold alignments found, so only your own sentences can be aligned here ({why}).")
+pair, tokenized = None, False
+if mode == "gold":
+    c1, c2 = st.columns([1, 3])
+    k = c1.number_input(f"Pair (1 to {len(pairs)})", 1, len(pairs), 1, key="al_pair")
+    tokenized = c2.toggle("Feed the gold's tokenised text (spaces around punctuation)", key="al_tokenized",
+                          help="Off: the text is detokenised ('end.'), as the model saw text in training.")
+    pair = pairs[int(k) - 1]
+    src, tgt = al.model_text(pair, tokenized)
+    st.markdown(f"**English:** {' '.join(pair.src_words)}  \n**German:** {' '.join(pair.tgt_words)}")
+    st.caption("The model translates English → German, so English is its source and the German sentence is "
+               "fed to the decoder (teacher forcing).")
+else:
+    c1, c2 = st.columns(2)
+    src = c1.text_input("English sentence", "The Commission presented its report yesterday.", key="al_src")
+    tgt = c2.text_input("German translation (empty: the model's own)", "", key="al_tgt").strip() or None
+
+try:
+    res = get_attention(name, src, tgt)
+    if pair is not None:
+        src_slots, tgt_slots = al.gold_slots(res, pair)
+        cols, rows = pair.src_words, pair.tgt_words
+    else:
+        src_slots, tgt_slots, cols, rows = al.own_words(res)
+except ValueError as e:                      # AlignmentError included: worded for the reader
+    st.warning(f"This pair cannot be aligned: {e}.")
+    st.stop()
+if pair is None and tgt is None:
+    st.markdown(f"**The model's translation:** {res.tgt}")
+
+# ---------------------------------------------------------------- the head and its links
+c1, c2, c3, c4 = st.columns(4)
+layer = c1.selectbox("Layer", [*range(1, cfg.N_dec + 1), "all"], key="al_layer",
+                     format_func=lambda v: "all layers" if v == "all" else f"{v} of {cfg.N_dec}")
+head = c2.selectbox("Head", [*range(1, cfg.h + 1), "mean"], key="al_head", disabled=layer == "all",
+                    format_func=lambda h: "mean of the heads" if h == "mean" else f"{h} of {cfg.h}")
+shift = c3.radio("Shift", list(al.SHIFTS), key="al_shift", help=" · ".join(f"{k}: {v}" for k, v in al.SHIFTS.items()))
+method = c4.radio("Links", list(al.METHODS), key="al_method",
+                  help=" · ".join(f"{k}: {v}" for k, v in al.METHODS.items()))
+threshold = st.slider("Threshold", 0.05, 0.95, 0.5, 0.05, key="al_threshold") if method == "threshold" else 0.5
+head = "mean" if layer == "all" else head
+
+attn = al.select(al.word_maps(res, shift, src_slots, tgt_slots), layer, head)
+mask = al.predict(attn, method, threshold)
+links, gold = {"model": al.link_set(mask)}, None
+if pair is not None:
+    links = al.classify(links["model"], pair.sure, pair.possible)
+    gold = {"sure": pair.sure, "possible": pair.possible - pair.sure}
+    sc = al.scores(al.counts(mask, *al.gold_masks(pair)))
+    m1, m2, m3 = st.columns(3)
+    m1.metric("AER of this pair", pct(sc["aer"]), help="Lower is better.")
+    m2.metric("Precision", pct(sc["precision"]), help="Share of its links that are sure or possible gold links.")
+    m3.metric("Recall", pct(sc["recall"]), help="Share of the sure gold links it found.")
+title = f"{label(layer, head)}, shift '{shift}', {method}"
+show_figure(figs.alignment_figure(attn, rows, cols, links, gold, title), f"alignment_{layer}_{head}_{shift}",
+            key="al_map")
+st.caption(f"Shift '{shift}': {al.SHIFTS[shift]}. Rows are German words, columns English words; a word's row is "
+           "the mean of its pieces' rows, its column the sum of its pieces' columns, renormalised without </s>.")
+
+# ---------------------------------------------------------------- every head
+st.subheader("Every head, scored on the gold pairs")
+result = card if card.get("grid") else st.session_state.get(f"al_live_{name}")
+if not card.get("grid"):
+    st.info("This checkpoint's card has no alignment scores yet (scripts/evaluate_alignment.py writes them)."
+            + (" You can score its heads here on the first gold pairs." if pairs else ""))
+    if pairs:
+        n = st.number_input("Pairs to score", 2, len(pairs), min(50, len(pairs)), key="al_live_n")
+        if st.button("Score every head", key="al_live_go"):
+            result = live_report(model, pairs[: int(n)], tokenized)
+            st.session_state[f"al_live_{name}"] = result
+if result and result.get("grid"):
+    s, b, d = result["selected"], result["best_layer"], result["diagonal"]
+    show_figure(figs.aer_grid_figure(result["grid"], f"AER of every head on {result['scored']} pairs (%)", s),
+                "alignment_aer_grid", key="al_grid")
+    st.markdown(
+        f"Chosen on the first {result['halves']['first']} pairs and scored on the other {result['halves']['second']}: "
+        f"**{label(s['layer'], s['head'])}, shift '{s['shift']}': AER {pct(s['aer_second_half'])}** (outlined). "
+        f"Best layer: **{label(b['layer'], b['head'])}**, shift '{b['shift']}': AER {pct(b['aer_second_half'])}. "
+        f"Diagonal baseline (each German word linked to the English word at the same relative position): "
+        f"{pct(d['aer_second_half'])}.")

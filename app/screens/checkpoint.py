@@ -1,0 +1,112 @@
+"""The loaded checkpoint: its card, its training curves, and its attention snapshots replayed over training."""
+import json
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from app.common import get_emergence, model_or_stop, plain, show_figure
+from app.figures.attention import heatmap_figure
+from app.figures.training import (card_facts, describe_model, emergence_charts, emergence_summary, read_probes,
+                                  read_snapshot, read_train_log, snapshot_steps, training_charts)
+from core.studies.emergence import appearance
+from core.training.schedule import describe_cooldown
+from core.views import DECODER_ROWS, KINDS, attention_view
+
+st.title("Checkpoint")
+name, model = model_or_stop()
+card, folder = model.card, model.folder
+st.write(describe_model(card, model.cfg))
+
+facts = list(card_facts(card, folder).items())
+for row in range(0, len(facts), 4):                     # four facts to a row
+    for col, (label, value) in zip(st.columns(4), facts[row: row + 4]):
+        col.metric(label, value)
+test = card.get("test") or {}
+if test.get("bleu_signature"):
+    st.caption(f"BLEU signature: `{test['bleu_signature']}`")
+t = card.get("training") or {}
+if t:
+    shown = ("preset", "max_tokens", "warmup", "lr_scale", "accum", "clip", "overrides")
+    st.caption("Training settings: " + ", ".join(f"{k} {v}" for k, v in t.items() if k in shown)
+               + (f"; {describe_cooldown(t['cooldown'])}" if t.get("cooldown") else ""))
+with st.expander("The whole card (card.json) and config (config.json)"):
+    st.json(card or {"note": "this model has no card"}, expanded=1)
+    st.json(json.loads(model.cfg.to_json()), expanded=False)
+
+st.header("Training curves")
+steps, valids = read_train_log(Path(folder) / "train_log.jsonl") if folder else (None, None)
+charts = training_charts(steps, valids) if folder else {}
+if not charts:
+    st.info("This checkpoint has no training log (train_log.jsonl), so there are no curves to show. "
+            "A freshly initialised or imported model was never trained here.")
+else:
+    last = steps.iloc[-1] if steps is not None and not steps.empty else None
+    if last is not None:
+        st.caption(f"{len(steps):,} logged steps; the last, step {int(last['step']):,}, "
+                   f"after {last.get('elapsed_s', 0) / 3600:.1f} h.")
+    names = list(charts)
+    for i in range(0, len(names), 2):
+        for col, key in zip(st.columns(2), names[i:i + 2]):
+            with col:
+                show_figure(charts[key], f"{name}_{key}", key=f"ckpt_curve_{key}")
+
+st.header("When did the heads appear?")
+st.write("At every attention snapshot taken during training: the best head for the paper's Figure 3 "
+         "('making' → 'more difficult') and Figure 4 ('its' → 'Law', the noun 'its' refers to), and, on our own "
+         "pronoun sentences (core/probes/anaphora_en.jsonl), how often a head points a pronoun at its antecedent: "
+         "the word it attends to most, itself and </s> aside. Diamonds: this checkpoint's final weights.")
+table, unreadable, final = get_emergence(name)
+if table is None or table.empty:
+    st.info("This checkpoint has no attention snapshots to score over training; only its final weights are scored.")
+else:
+    for number in (3, 4):
+        found = appearance(table, number)
+        (st.success if found and found["appeared"] else st.warning)(emergence_summary(found, number, final))
+    if unreadable:
+        st.caption(f"{len(unreadable)} snapshot file(s) could not be read (cut short?): steps {unreadable}.")
+if "hit_best" in final:
+    before = table is not None and not table.empty and ("hit_best" not in table or table["hit_best"].isna().all())
+    st.caption(("These snapshots were recorded before training saved the pronoun sentences, so the hit rate is "
+                "known for the final weights only: " if before else "The pronoun hit rate of the final weights: ")
+               + (f"{final['hit_rate']:.2f} for the best Figure 4 head, " if "hit_rate" in final else "")
+               + f"{final['hit_best']:.2f} for the best head on the set (layer {final['hit_best_layer'] + 1}, "
+               f"head {final['hit_best_head'] + 1}), against {final['hit_chance']:.2f} for a random pick of a word.")
+for key, chart in emergence_charts(table if table is not None else pd.DataFrame(), final, valids).items():
+    show_figure(chart, f"{name}_emergence_{key}", key=f"ckpt_emergence_{key}")
+
+st.header("Attention while it learned")
+snaps, probes = snapshot_steps(folder), read_probes(folder)
+if not snaps or not probes:
+    st.info("This checkpoint has no attention snapshots (snapshots/step_*.npz and probes.json): "
+            "they are recorded only when training runs with --probe-every.")
+    st.stop()
+st.caption(f"{len(snaps)} snapshots of the attention on {len(probes)} dev sentences, taken during training. "
+           "Move the slider to watch a head form.")
+c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
+probe = c1.selectbox("Sentence", range(len(probes)), key="snap_probe",
+                     format_func=lambda i: (f"dev line {probes[i]['line']}" if probes[i].get("line") else
+                                            "the paper's sentence") + f": {probes[i]['src'][:70]}")
+kind = c2.selectbox("Attention", list(KINDS), format_func=KINDS.get, key="snap_kind")
+n_layers = model.cfg.N if kind == "enc_self" else model.cfg.N_dec
+layer = c3.selectbox("Layer", range(n_layers), format_func=lambda i: str(i + 1), key="snap_layer")
+head = c4.selectbox("Head", range(model.cfg.h), format_func=lambda h: str(h + 1), key="snap_head")
+by_step = dict(snaps)
+step = st.select_slider("Training step", options=list(by_step), value=list(by_step)[-1], key="snap_step")
+try:
+    maps = read_snapshot(by_step[step], probe, kind)
+except (KeyError, OSError, ValueError) as e:
+    st.error(f"The snapshot of step {step} cannot be read ({e}); it may have been cut short while training wrote it.")
+    st.stop()
+try:
+    snap = attention_view(probes[probe], kind, maps=maps)          # labelled as on every page (core.views)
+except (KeyError, ValueError):                                     # tokens missing, or not the maps' sizes
+    snap = None
+if snap is None or layer >= snap.maps.shape[0] or head >= snap.maps.shape[1]:
+    st.error("This snapshot does not match its probe sentences or this model's sizes; it belongs to another run.")
+    st.stop()
+fig = heatmap_figure(snap.maps[layer, head], snap.rows, snap.cols, zmax=1.0,
+                     title=f"Step {step:,}: {KINDS[kind].lower()}, layer {layer + 1}, head {head + 1}")
+show_figure(fig, f"{name}_snapshot_{step}_{kind}_l{layer + 1}_h{head + 1}", key="snap_fig")
+if kind != "enc_self":
+    st.caption(plain(DECODER_ROWS))

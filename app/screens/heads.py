@@ -1,0 +1,274 @@
+"""What heads do: find heads by their behaviour, their entropy, attention rollout, switching heads off,
+and two checkpoints compared. The math is in core.studies (analysis, ablation and compare); the figures
+in app.figures.heads; one function per tab below. Layers and heads are shown from 1; core counts from 0.
+"""
+import pandas as pd
+import streamlit as st
+
+from app.common import (UNTRAINED, checkpoint_names, checkpoint_version, get_attention, get_model, model_or_stop,
+                        plain, show_figure)
+from app.demo import default_sentence, domain
+from app.figures import heads as figs
+from core import CheckpointError
+from core.studies import ablation, analysis, compare
+from core.views import DECODER_ROWS, KINDS, SHORT
+
+NEWS_SENTENCE = "The Commission presented its report yesterday, but the Council rejected it."   # has a pronoun
+SCORED = ["enc_self", "dec_self"]            # the kinds core.studies.analysis.head_scores scores
+
+
+# ---- caches, keyed on the checkpoint's name and version (app.common.checkpoint_version: its weights' file and
+# modification time). Not on id(model): Python gives a new model the id of one evicted from the model cache.
+
+@st.cache_data(show_spinner="Scoring every head on the probe sentences…", max_entries=8)
+def head_table(name: str, version: str) -> pd.DataFrame:
+    """Every head's scores (core.studies.analysis.head_scores) of one version of a checkpoint."""
+    return analysis.head_scores(get_model(name))
+
+
+@st.cache_data(show_spinner="Translating…", max_entries=64)
+def translations(name: str, version: str, texts: tuple, heads: tuple) -> list:
+    """Translations with some heads switched off (none: the normal ones)."""
+    return ablation.translate_without(get_model(name), texts, heads)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def dev(name: str, version: str, n: int):
+    """(sources, references, where they come from) to measure BLEU on."""
+    return ablation.dev_slice(get_model(name), n, name=name)
+
+
+@st.cache_data(show_spinner="Running both models…", max_entries=16)
+def comparison(a: str, a_version: str, b: str, b_version: str, sentence: str) -> compare.Comparison:
+    """Two checkpoints' maps of one sentence, aligned (core.studies.compare)."""
+    return compare.compare_results(*compare.attend_both(get_model(a), get_model(b), sentence))
+
+
+# The scores of core.studies.analysis in plain words: a column title, and what a high value means.
+COLUMNS = {"previous": "previous token", "next": "next token", "self": "itself", "punctuation": "punctuation",
+           "eos": "end token </s>", "bos": "start token <s>", "distance": "distance", "anaphora": "pronoun → noun",
+           "entropy": "entropy (bits)", "entropy_norm": "spread (0-1)"}
+PLAIN = {
+    "previous": "The share of each word's attention that goes to the word just before it. Near 1: the head "
+                "always looks one step back.",
+    "next": "The share that goes to the word just after it (the encoder only: the decoder cannot look ahead).",
+    "self": "The share a word keeps on itself.",
+    "punctuation": "The share that goes to commas, full stops and other punctuation.",
+    "eos": "The share that goes to </s>, the token that ends the sentence. Heads with nothing to do often "
+           "park their attention there.",
+    "bos": "The share that goes to <s>, the decoder's start token: the decoder's place to park attention.",
+    "distance": "How far away, in tokens, the words a head looks at are on average. High: a long-distance head.",
+    "anaphora": "The share of a pronoun's attention (it, she, they …) that goes to the noun it stands for, on "
+                "sentences where people marked that noun.",
+    "entropy": "How spread out the attention is, in bits: 0 means one token gets it all, higher means it is "
+               "shared among many.",
+    "entropy_norm": "The entropy divided by the most a row can have, so that short and long sentences compare: "
+                    "0 = all on one token, 1 = spread evenly over every token.",
+}
+
+
+def csv_button(df: pd.DataFrame, label: str, file: str, key: str) -> None:
+    st.download_button(label, figs.one_based(df).to_csv(index=False).encode("utf-8"), file_name=file,
+                       mime="text/csv", key=key)
+
+
+def layer_name(layer: int) -> str:
+    return f"layer {layer + 1}"
+
+
+def head_name(head: int) -> str:
+    """A head from 1, or -1: the mean of the layer's heads."""
+    return "mean of all heads" if head < 0 else f"head {head + 1}"
+
+
+def head_label(h) -> str:
+    kind, layer, head = h
+    return f"{SHORT[kind]}, layer {layer + 1}, head {head + 1}"
+
+
+def head_finder(name: str, table: pd.DataFrame) -> None:
+    """Tab: one score of every head as a layers × heads grid, and the heads ranked by it."""
+    n = table.attrs.get("sentences", {})
+    c1, c2 = st.columns(2)
+    kind = c1.selectbox("Attention", SCORED, format_func=KINDS.get, key="heads_kind")
+    scores = [s for s in analysis.SCORES if table.loc[table.attention == kind, s].notna().any()]
+    score = c2.selectbox("Score", scores, format_func=lambda s: f"{COLUMNS[s]}: {analysis.SCORES[s]}",
+                         key="heads_score")
+    grid = analysis.score_grid(table, score, kind)
+    # colours from 0 to the largest score of the grid: shares rarely come near 1, and on a fixed 0-1
+    # scale a grid whose best head scores 0.3 would be all one dark colour
+    show_figure(figs.head_grid(grid, f"{KINDS[kind]}: {analysis.SCORES[score]}", COLUMNS[score], zmin=0),
+                f"heads_{kind}_{score}", key="heads_grid")
+    where = (f"{n.get('anaphora', 0)} annotated pronoun sentences" if score == "anaphora" else
+             f"{n.get(kind, 0)} probe sentences" + (" (teacher-forced on our German translations)"
+                                                   if kind == "dec_self" else ""))
+    top = float(pd.Series(grid.ravel()).max())
+    st.caption(plain(PLAIN[score]) + f" Each cell is the mean over {where}. The colours run from 0 to the "
+               f"largest value here, {top:.2f}.")
+    st.subheader("Heads ranked by " + plain(COLUMNS[score]))
+    ranked = analysis.rank_heads(table, score, kind, top=10)
+    others = [s for s in scores if s != score]
+    st.dataframe(figs.one_based(ranked)[["layer", "head", score, *others]].rename(columns=COLUMNS), hide_index=True)
+    with st.expander("What the columns mean"):
+        st.markdown("\n".join(f"- **{plain(COLUMNS[s])}**: {plain(PLAIN[s])}" for s in scores))
+    csv_button(table, "Download every head's scores (CSV)", f"head_scores_{name}.csv", "heads_csv")
+
+
+def entropy_tab(table: pd.DataFrame) -> None:
+    """Tab: every head's entropy, in bits or normalised."""
+    c1, c2 = st.columns(2)
+    kind = c1.selectbox("Attention", SCORED, format_func=KINDS.get, key="heads_ent_kind")
+    norm = c2.radio("Entropy", ["entropy", "entropy_norm"], horizontal=True, key="heads_ent_norm",
+                    format_func=lambda s: "in bits" if s == "entropy" else "normalised (0 to 1)")
+    show_figure(figs.head_grid(analysis.score_grid(table, norm, kind), f"{KINDS[kind]}: entropy",
+                               "bits" if norm == "entropy" else "of maximum",
+                               zmin=0, zmax=1 if norm == "entropy_norm" else None, colorscale="Magma"),
+                f"entropy_{kind}_{norm}", key="heads_entropy")
+    st.caption("Low entropy: the head looks at one or two tokens. High: it spreads its attention evenly. "
+               "Normalised entropy divides by the most a row can have, log2(number of tokens it sees), "
+               "so short and long sentences compare.")
+
+
+def rollout_tab(name: str, cfg, default: str) -> None:
+    """Tab: attention rollout through the encoder beside one layer's raw attention."""
+    sentence = st.text_input("Sentence", default, key="heads_roll_src")
+    try:
+        res = get_attention(name, sentence)
+    except ValueError as e:
+        st.warning(str(e))
+        return
+    c1, c2 = st.columns(2)
+    layer = c1.selectbox("Up to layer", range(cfg.N), index=cfg.N - 1, format_func=layer_name,
+                         key="heads_roll_layer")
+    head = c2.selectbox("Raw attention of that layer", [-1, *range(cfg.h)], format_func=head_name,
+                        key="heads_roll_head")
+    words = st.checkbox("Whole words (merge each word's pieces)", key="heads_roll_words")
+    (roll, raw), labels = analysis.rollout_maps(res, layer, None if head < 0 else head, words)
+    show_figure(figs.maps_side_by_side(roll, raw, labels, labels,
+                                       (f"rollout through layers 1–{layer + 1}", f"raw attention, layer {layer + 1}"),
+                                       "Encoder: attention rollout beside raw attention"),
+                f"rollout_layer{layer + 1}", key="heads_rollout")
+    st.caption("Rollout (Abnar & Zuidema 2020) follows attention through the layers, counting the residual "
+               "connection as attention to oneself: row i shows which input words position i has mixed in.")
+
+
+def ablation_tab(name: str, version: str, model, default: str) -> None:
+    """Tab: translations and BLEU with chosen heads switched off, and a sweep over one layer's heads."""
+    cfg = model.cfg
+    everything = [(kind, layer, head) for kind, n_layers in (("enc_self", cfg.N), ("dec_self", cfg.N_dec),
+                                                             ("cross", cfg.N_dec))
+                  for layer in range(n_layers) for head in range(cfg.h)]
+    chosen = st.multiselect("Heads to switch off", everything, format_func=head_label, key="heads_off",
+                            placeholder=f"Pick heads, e.g. {head_label(everything[0])}")
+    sentence = st.text_input("Sentence", default, key="heads_abl_src")
+    try:
+        normal, without = (translations(name, version, (sentence,), tuple(hs))[0] for hs in ((), chosen))
+    except ValueError as e:
+        st.warning(str(e))
+    else:
+        c1, c2 = st.columns(2)
+        c1.markdown("**Every head on**")
+        c1.text(normal)
+        c2.markdown(f"**Without {len(chosen)} head{'s' * (len(chosen) != 1)}**")
+        c2.text(without if chosen else "(pick heads above to switch them off)")
+    n_dev = int(st.number_input("Sentences for BLEU", 4, 200, 30, step=2, key="heads_dev_n",
+                                help="More sentences: a more reliable BLEU, and a slower measurement."))
+    sources, references, origin = dev(name, version, n_dev)
+    st.caption(f"BLEU is measured with greedy decoding on {origin}. On a few dozen sentences, "
+               "a change of a point or two is noise.")
+    akey = (name, version, tuple(chosen), n_dev)        # a result shows only for what it was measured on
+    if st.button("Measure the BLEU change", key="heads_measure", disabled=not chosen):
+        with st.spinner("Translating the sentences twice…"):
+            st.session_state.heads_ablation = (akey, ablation.ablation_bleu(model, sources, references, chosen))
+    saved = st.session_state.get("heads_ablation")
+    if saved and saved[0] == akey:
+        result = saved[1]
+        st.metric("BLEU without these heads", f"{result.bleu:.1f}", f"{result.delta:+.1f}",
+                  help=f"With every head on: {result.base_bleu:.1f}")
+
+    st.subheader("Sweep: switch off each head of one layer in turn")
+    c1, c2 = st.columns(2)
+    kind = c1.selectbox("Attention", list(KINDS), format_func=KINDS.get, key="heads_sweep_kind")
+    layer = c2.selectbox("Layer", range(cfg.N if kind == "enc_self" else cfg.N_dec), format_func=layer_name,
+                         key="heads_sweep_layer")
+    skey = (name, version, kind, layer, n_dev)
+    if st.button(f"Sweep the {cfg.h} heads", key="heads_sweep_go"):
+        bar = st.progress(0.0, text="Starting…")
+        sweep = ablation.sweep_layer(model, sources, references, kind, layer,
+                                     progress=lambda done, total, msg: bar.progress(done / total, text=msg))
+        st.session_state.heads_sweep = (skey, sweep)
+    saved = st.session_state.get("heads_sweep")
+    if saved and saved[0] == skey:
+        sweep = saved[1]
+        show_figure(figs.sweep_bars(sweep, f"BLEU change without each head: {KINDS[kind]}, layer {layer + 1}"),
+                    f"sweep_{kind}_layer{layer + 1}", key="heads_sweep_chart")
+        csv_button(sweep, "Download the sweep (CSV)", f"sweep_{name}_{kind}_layer{layer + 1}.csv", "heads_sweep_csv")
+
+
+def compare_tab(name: str, default: str) -> None:
+    """Tab: two checkpoints' maps of one sentence side by side, their difference, and how differently each head
+    attends."""
+    names = checkpoint_names()
+    c1, c2 = st.columns(2)
+    a_name = c1.selectbox("Checkpoint A", names, index=names.index(name) if name in names else 0, key="heads_cmp_a")
+    b_name = c2.selectbox("Checkpoint B", names, index=min(1, len(names) - 1), key="heads_cmp_b")
+    if len(names) < 2:
+        st.info("Only one model is available, so it is compared with itself. "
+                "Put another checkpoint into the checkpoints folder to compare two.")
+    elif a_name == b_name:
+        st.info("A and B are the same checkpoint: pick another one as B to see differences.")
+    sentence = st.text_input("Sentence", default, key="heads_cmp_src")
+    try:
+        cmp = comparison(a_name, checkpoint_version(a_name), b_name, checkpoint_version(b_name), sentence)
+    except CheckpointError as e:
+        st.error(f"A checkpoint cannot be loaded: {e}")
+        return
+    except ValueError as e:
+        st.warning(str(e))
+        return
+    for note in cmp.notes:
+        st.info(note)
+    c1, c2, c3 = st.columns(3)
+    kind = c1.selectbox("Attention", list(cmp.maps), format_func=KINDS.get, key="heads_cmp_kind")
+    n_layers, h = cmp.maps[kind][0].shape[:2]
+    layer = c2.selectbox("Layer", range(n_layers), format_func=layer_name, key="heads_cmp_layer")
+    head = c3.selectbox("Head", [-1, *range(h)], format_func=head_name, key="heads_cmp_head")
+    words = cmp.level[kind] == "pieces" and st.checkbox("Whole words (merge each word's pieces)",
+                                                        key="heads_cmp_words")
+    (a_map, b_map), rows, cols = analysis.compared_maps(cmp, kind, layer, None if head < 0 else head, words)
+    show_figure(figs.comparison_maps(a_map, b_map, rows, cols, (f"A: {a_name}", f"B: {b_name}"),
+                                     f"{KINDS[kind]}, layer {layer + 1}"),
+                f"compare_{kind}_layer{layer + 1}", key="heads_cmp_maps")
+    if kind != "enc_self":
+        st.caption(DECODER_ROWS)
+    show_figure(figs.head_grid(cmp.js[kind], "How differently each head attends (Jensen-Shannon, bits)",
+                               "JS", zmin=0, zmax=1, colorscale="Reds"), f"compare_js_{kind}", key="heads_cmp_js")
+    st.caption("0: the same attention, 1: no overlap at all. Separately trained models number their heads "
+               "arbitrarily, so 'head 3' of one need not match 'head 3' of the other; the mean of the heads "
+               "per layer compares in any case: "
+               + ", ".join(f"{layer_name(i)}: {v:.2f}" for i, v in enumerate(cmp.js_layers[kind])) + ".")
+
+
+name, model = model_or_stop()
+version = checkpoint_version(name)
+default = NEWS_SENTENCE if domain(model.card) == "news" else default_sentence(model.card)   # the model's domain
+st.title("What heads do")
+st.caption("Each layer has several attention heads. Here they are scored on probe sentences, switched off "
+           "one by one, and compared between checkpoints.")
+if name == UNTRAINED:
+    st.info("This model is untrained, so every score below describes random attention. "
+            "Pick a trained checkpoint in the sidebar to see real heads.")
+
+table = head_table(name, version)
+finder, ent, roll, abl, cmp_tab = st.tabs(
+    ["Head finder", "Entropy", "Rollout", "Switch heads off", "Compare checkpoints"])
+with finder:
+    head_finder(name, table)
+with ent:
+    entropy_tab(table)
+with roll:
+    rollout_tab(name, model.cfg, default)
+with abl:
+    ablation_tab(name, version, model, default)
+with cmp_tab:
+    compare_tab(name, default)

@@ -1,0 +1,113 @@
+"""The paper's Figures 3, 4 and 5 redrawn on the loaded model, with the heads that behave most like the paper's."""
+import streamlit as st
+
+from app.common import UNTRAINED, get_attention, model_or_stop, show_figure
+from app.demo import DOMAINS, domain
+from app.figures.paper import describe_link, display_table, figure_set, find_heads, score_grid_figure
+from app.figures.training import describe_model
+from core.studies import paper_figures as pf
+
+st.title("The paper's attention figures")
+name, model = model_or_stop()
+cfg = model.cfg
+st.write("The paper's appendix shows encoder self-attention heads of layer 5 of 6 that seem to follow "
+         "long-distance dependencies (Figure 3), resolve an anaphora (Figure 4) and track sentence structure "
+         "(Figure 5). Here the same sentences go through the loaded model, every head is scored on the "
+         "behaviour each figure shows, and the best ones are drawn the paper's way: the sentence twice, "
+         "one line per attention weight, as opaque as the weight, one colour per head.")
+st.caption(f"Layers and heads count from 1, as in the paper: its \"layer 5 of 6\" is layer 5 here, which is "
+           f"index {pf.PAPER_LAYER} (0-based) in the code and in exported JSON. The paper's model is the base "
+           f"Transformer, trained on 4.5 million sentence pairs for 12 hours on 8 GPUs. Ours: "
+           f"{describe_model(model.card, cfg)} Expect weaker, blurrier heads.")
+if name != UNTRAINED and domain(model.card) != "news":
+    st.info(f"The paper's sentences are news, and {name} was trained on {DOMAINS[domain(model.card)][0]}: expect "
+            "a poor translation and blurrier heads. A checkpoint trained on news (the sidebar) suits this page.")
+if name == UNTRAINED:
+    st.warning("No trained checkpoint is loaded: this model's attention is random, so no head will look "
+               "like the paper's. Train one or pick another in the sidebar.")
+words = st.toggle("Merge pieces into words", value=True, key="pf_words",
+                  help="The model reads sub-word pieces; merged, each word's attention is the mean over its pieces.")
+
+
+def analyse(number: int):
+    """Sentence box, translation, found heads and the encoder view to draw for one figure; (None, None) after an
+    error message if it fails."""
+    _, default = pf.FIGURES[number]
+    sentence = st.text_input("Sentence", default, key=f"pf{number}_sentence")
+    try:
+        result = get_attention(name, sentence)
+        found, view = find_heads(number, result, sentence, words)
+    except ValueError as e:
+        st.error(f"{e}\n\nFigure {number} needs these words; the default sentence has them.")
+        return None, None
+    for notice in result.notices:
+        st.info(notice)
+    st.caption(f"Our model translates it: *{result.tgt}*")
+    return view, found
+
+
+def pick(number: int, found, k: int | None):
+    """Layer and heads selectors, defaulting to the found ones; other heads can be picked."""
+    c1, c2 = st.columns([1, 3])
+    layer = c1.selectbox("Layer", range(cfg.N), index=found.layer, key=f"pf{number}_layer_{name}",
+                         format_func=lambda i: f"{i + 1}" + (" (the paper's)" if i == pf.PAPER_LAYER else "")
+                         + (" (best)" if i == found.layer else ""))
+    best = pf.top_heads(found.scores, layer, k)
+    heads = c2.multiselect("Heads", range(cfg.h), default=best, key=f"pf{number}_heads_{name}_{layer}",
+                           format_func=lambda h: f"head {h + 1}")
+    return layer, heads
+
+
+def scores(number: int, found, what: str, drawn: tuple[int, list[int]]) -> None:
+    """The layer x head grid of scores (the drawn heads boxed), the best head in words, and the ranked table."""
+    top = found.scores.iloc[0]
+    st.write(f"**Best head anywhere: layer {int(top.layer) + 1}, head {int(top['head']) + 1}**, score "
+             f"{top.score:.2f}: {what}. A head spreading its attention evenly would score {found.chance:.2f}.")
+    show_figure(score_grid_figure(found.scores, title=f"Figure {number} score of every head",
+                                  chosen=drawn), f"figure{number}_scores", key=f"pf{number}_grid")
+    with st.expander("Every head's score, ranked"):
+        st.dataframe(display_table(found.scores), hide_index=True)
+
+
+def draw(number: int, view, layer: int, heads) -> None:
+    """The figure's pictures for the chosen layer and heads of the encoder view (words or pieces)."""
+    if not heads:
+        st.info("Pick at least one head to draw.")
+    for fig_name, fig in figure_set(number, view, layer, heads).items():
+        show_figure(fig, fig_name, key=f"pf_{fig_name}")
+
+
+TABS = [  # figure, tab title, the paper's caption and our score, heads picked by default (None: all), score label
+    (3, "Figure 3: long distance",
+     "*Paper: \"Many of the attention heads attend to a distant dependency of the verb 'making', "
+     "completing the phrase 'making…more difficult'. Attentions here shown only for the word "
+     "'making'.\"* Score: the share of the attention of 'making' that goes to 'more difficult'. The "
+     "best-scoring head is drawn alone; add heads in the box to compare them, one colour each.",
+     1, "share of the attention of 'making' on 'more difficult'"),
+    (4, "Figure 4: anaphora",
+     "*Paper: \"Two attention heads, also in layer 5 of 6, apparently involved in anaphora "
+     "resolution. Top: Full attentions for head 5. Bottom: Isolated attentions from just the word "
+     "'its' for attention heads 5 and 6. Note that the attentions are very sharp for this word.\"* "
+     "Score: the share of the attention of 'its' on 'Law', the word it refers to. The share on "
+     "'application' is shown beside it but not counted: it is simply the next word, which any "
+     "next-word head looks at; so is each head's next-word score over the whole sentence.",
+     2, "share of the attention of 'its' on 'Law'"),
+    (5, "Figure 5: structure",
+     "*Paper: \"Many of the attention heads exhibit behaviour that seems related to the structure "
+     "of the sentence. We give two such examples above, from two different heads from the encoder "
+     "self-attention at layer 5 of 6.\"* Score (our choice, as the paper gives none): the mean share "
+     "of a word's attention on its previous and next words; such local heads are the structural "
+     "heads most often found in trained Transformers.",
+     2, "mean share of a word's attention on its two neighbours"),
+]
+
+for tab, (figure, _, caption, n_heads, label) in zip(st.tabs([t[1] for t in TABS]), TABS):
+    with tab:
+        st.markdown(caption)
+        view, found = analyse(figure)
+        if found and describe_link(found):   # Figures 3 and 4: does any head link the words at all?
+            (st.success if found.linked else st.warning)(describe_link(found))
+        if found:
+            layer, heads = pick(figure, found, n_heads)
+            draw(figure, view, layer, heads)
+            scores(figure, found, label, (layer, heads))

@@ -1,0 +1,29 @@
+"""Where things live: the project's own folders, and the one place outside it that holds data.
+
+Training and evaluation data are read in place from a folder beside the project (`../shared`: data/ for
+training corpora, eval/ for evaluation-only gold files), never copied in. This file is the only one that
+knows that location; the environment variable ATTN_EXPLORER_SHARED moves it.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]      # the project folder (an editable install runs it in place)
+CHECKPOINTS = REPO / "checkpoints"              # the shipped checkpoints the app lists
+DATA = REPO / "data"                            # prepared corpora (scripts/prepare_data.py; git-ignored)
+
+
+def shared_dir() -> Path:
+    """The folder of outside data: $ATTN_EXPLORER_SHARED, else `../shared` beside the project."""
+    return Path(os.environ.get("ATTN_EXPLORER_SHARED") or REPO.parent / "shared")
+
+
+def shared_data(*parts: str) -> Path:
+    """A training corpus outside the project, e.g. shared_data("wmt-en-de")."""
+    return shared_dir().joinpath("data", *parts)
+
+
+def shared_eval(*parts: str) -> Path:
+    """Evaluation-only data outside the project (never trained on), e.g. shared_eval("rwth-deen-alignment")."""
+    return shared_dir().joinpath("eval", *parts)

@@ -1,0 +1,383 @@
+"""Cross-attention as word alignment, scored against human gold links (AER, Och & Ney 2003).
+
+A *map* here is word-level encoder-decoder attention, shape (W_tgt, W_src): row t is target word t,
+column s source word s. A *link* is (t, s), 0-based. Our models translate English -> German, so the
+English side is the source and the German side the target, whatever a gold file calls them.
+
+Word level as everywhere else in the project (core.tokenizer.merge_attention): the attention *from* a
+target word is the mean over its pieces' rows, the attention *to* a source word the sum over its
+pieces' columns. "<s>", "</s>" and padding are dropped, and each row is renormalised over the real
+source words, so that a head that parks weight on "</s>" still has rows that sum to 1 (argmax does
+not change; a threshold then means "share of the attention on words").
+
+Two shifts, because decoder position t *reads* tgt_tokens[t] and *produces* out_tokens[t]:
+  "produced": a target word's row is the step that writes it (the usual reading of an attention map);
+  "read":     the step that has just read it as input, one step later (Chen et al. 2020's Shift-Att).
+"""
+from __future__ import annotations
+
+import bisect
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .analysis import head_or_mean
+from core.paths import shared_eval
+from core.tokenizer import merge_attention, merge_words, piece_byte, word_ids
+from core.views import SPECIALS
+
+SHIFTS = {"produced": "a target word's row is the decoder step that produces (writes) it",
+          "read": "a target word's row is the decoder step that reads it as input (Shift-Att)"}
+METHODS = {"argmax": "one link per target word, to the source word it attends most",
+           "threshold": "a link wherever the attention reaches the threshold"}
+# evaluation data only: read in place outside the project (core/paths.py), never copied in
+DEFAULT_GOLD = shared_eval("rwth-deen-alignment")
+
+
+class AlignmentError(ValueError):
+    """A gold file or a sentence pair that cannot be used, worded for the person who gave it."""
+
+
+# --------------------------------------------------------------------------- gold links
+
+@dataclass
+class GoldPair:
+    """One human-aligned sentence pair: tokenised words and links (t, s) into them, 0-based."""
+    line: int                      # 1-based line in the gold files
+    src_words: list                # English (our source)
+    tgt_words: list                # German (our target)
+    sure: set
+    possible: set                  # P ⊇ S: every sure link is also possible
+
+
+def parse_talp(line: str, n_src: int, n_tgt: int, where: str = "") -> tuple[set, set]:
+    """TALP links with the SOURCE (English) index first, 1-based: "i-j" sure, "ipj" possible.
+
+    Returns (sure, possible) as sets of (target, source) links, 0-based, with possible ⊇ sure.
+    """
+    sure, possible = set(), set()
+    for item in line.split():
+        sep = "-" if "-" in item else "p" if "p" in item else None
+        i, _, j = item.partition(sep) if sep else ("", "", "")
+        if not (i.isdigit() and j.isdigit()):
+            raise AlignmentError(f"{where}cannot read the link '{item}': expected 'i-j' (sure) or 'ipj' (possible).")
+        s, t = int(i) - 1, int(j) - 1
+        if not (0 <= s < n_src and 0 <= t < n_tgt):
+            raise AlignmentError(f"{where}the link '{item}' points outside the sentences "
+                                 f"({n_src} source and {n_tgt} target words, counted from 1).")
+        (sure if sep == "-" else possible).add((t, s))
+    return sure, possible | sure
+
+
+def read_gold(folder=DEFAULT_GOLD, src_file: str = "src.en", tgt_file: str = "tgt.de",
+              links_file: str = "gold.talp") -> list[GoldPair]:
+    """The gold pairs of a folder in the RWTH layout (see its README: line k of each file is pair k)."""
+    folder = Path(folder)
+    paths = [folder / f for f in (src_file, tgt_file, links_file)]
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        raise AlignmentError(f"The gold folder {folder} lacks {', '.join(missing)} "
+                             f"(it needs {src_file}, {tgt_file} and {links_file}, one sentence pair a line).")
+    src, tgt, links = (p.read_text(encoding="utf-8").splitlines() for p in paths)
+    if not len(src) == len(tgt) == len(links):
+        raise AlignmentError(f"The gold files of {folder} have different numbers of lines "
+                             f"({len(src)}, {len(tgt)}, {len(links)}): they must match line by line.")
+    pairs = []
+    for k, (s, t, a) in enumerate(zip(src, tgt, links), 1):
+        sw, tw = s.split(), t.split()
+        if not sw or not tw:
+            raise AlignmentError(f"{links_file} line {k}: a sentence is empty.")
+        pairs.append(GoldPair(k, sw, tw, *parse_talp(a, len(sw), len(tw), f"{links_file} line {k}: ")))
+    if not pairs:
+        raise AlignmentError(f"The gold files of {folder} are empty.")
+    return pairs
+
+
+# --------------------------------------------------------------------------- words of the model <-> gold words
+
+ATTACH_LEFT = {",", ".", ";", ":", "!", "?", ")", "]", "%"}     # no space before these
+ATTACH_RIGHT = {"(", "["}                                          # no space after these
+QUOTES = {'"', "'"}                                                # opening and closing in turn
+SPECIAL_PIECES = ("<unk>",) + SPECIALS                            # core.views' specials, and <unk>
+
+
+def detokenize(words: list[str]) -> str:
+    """Gold tokens ("do n't", "end .") -> text as the model saw in training ("end."); words keep their order."""
+    out, glue, open_quote = "", True, {q: False for q in QUOTES}
+    for w in words:
+        left = w in ATTACH_LEFT or (w[0] == "'" and w[1:].isalpha()) or (w in QUOTES and open_quote[w])
+        out += w if (glue or left) else " " + w
+        glue = w in ATTACH_RIGHT or (w in QUOTES and not open_quote[w])
+        if w in QUOTES:
+            open_quote[w] = not open_quote[w]
+    return out
+
+
+def _piece_bytes(piece: str) -> bytes | None:
+    """The text a piece stands for, as UTF-8 without spaces; None for <unk> and other specials."""
+    byte = piece_byte(piece)                                       # a byte-fallback piece such as "<0xC3>"
+    if byte is not None:
+        return bytes([byte])
+    if piece in SPECIAL_PIECES:
+        return None
+    return "".join(piece.split()).replace("\u2581", "").encode("utf-8")
+
+
+def piece_slots(pieces: list[str], words: list[str]) -> list[tuple[int, int]]:
+    """(piece, gold word) pairs: each piece (specials excluded) with every gold word it spells part of.
+
+    Matched by the bytes they spell, spaces ignored, so it works whatever the spacing of the text fed to
+    the model. Usually each piece belongs to one word; a piece such as '",' that spells two gold words
+    belongs to both, so that each word has a row and a column. Raises AlignmentError when the pieces
+    spell another text (cut, <unk>, changed by normalisation).
+    """
+    spans = [_piece_bytes(p) for p in pieces]
+    if any(b is None for b in spans):
+        raise AlignmentError("the model's tokenizer turned part of it into an unknown piece (<unk>)")
+    word_bytes = ["".join(unicodedata.normalize("NFKC", w).split()).encode("utf-8") for w in words]
+    if b"".join(spans) != b"".join(word_bytes):
+        raise AlignmentError("the model's pieces spell a different text (cut, or changed by normalisation)")
+    ends = np.cumsum([len(b) for b in word_bytes]).tolist()       # word k covers bytes [ends[k-1], ends[k])
+    slots, pos, lone = [], 0, []
+    for i, b in enumerate(spans):
+        if not b:                                                 # a lone "▁": it belongs to the next word
+            lone.append(i)
+            continue
+        first, last = bisect.bisect_right(ends, pos), bisect.bisect_right(ends, pos + len(b) - 1)
+        slots += [(j, first) for j in lone] + [(i, w) for w in range(first, last + 1)]
+        lone, pos = [], pos + len(b)
+    slots += [(j, len(words) - 1) for j in lone]
+    return sorted(slots, key=lambda pw: (pw[1], pw[0]))
+
+
+# --------------------------------------------------------------------------- word-level maps
+
+def content_pieces(result) -> tuple[list, list]:
+    """(source pieces, target pieces) of an AttendResult without "<s>", "</s>" and padding."""
+    return list(result.src_tokens[:-1]), list(result.tgt_tokens[1:])
+
+
+def word_maps(result, shift: str, src_slots: list, tgt_slots: list) -> np.ndarray:
+    """Cross-attention (N_dec, h, T, S) -> word level (N_dec, h, W_tgt, W_src) under a shift, rows renormalised.
+
+    src_slots, tgt_slots: (piece, word) pairs of the content pieces (piece_slots, or own_words).
+    """
+    if shift not in SHIFTS:
+        raise ValueError(f"unknown shift {shift!r}; choose one of {list(SHIFTS)}")
+    start = 0 if shift == "produced" else 1            # the step that writes target piece i is i; that reads it, i + 1
+    rows = [start + p for p, _ in tgt_slots]
+    cols = [p for p, _ in src_slots]                   # never the last column, "</s>"
+    cross = result.cross[:, :, rows][..., cols]        # (N_dec, h, slots_tgt, slots_src)
+    maps = merge_attention(cross, [w for _, w in tgt_slots], [w for _, w in src_slots])   # (N_dec, h, W_tgt, W_src)
+    return maps / np.maximum(maps.sum(-1, keepdims=True), 1e-12)
+
+
+def gold_slots(result, pair: GoldPair) -> tuple[list, list]:
+    """(source, target) slots of an AttendResult on the gold words; AlignmentError if it cannot be mapped."""
+    if result.truncated:
+        raise AlignmentError("the sentence is longer than the model takes")
+    src, tgt = content_pieces(result)
+    return piece_slots(src, pair.src_words), piece_slots(tgt, pair.tgt_words)
+
+
+def shared(slots: list) -> bool:
+    """Whether a piece spells two gold words (e.g. '",'), so that both read the same attention."""
+    return len({p for p, _ in slots}) < len(slots)
+
+
+def own_words(result) -> tuple[list, list, list, list]:
+    """(source slots, target slots, source words, target words) on the model's own words, for text without gold."""
+    src, tgt = content_pieces(result)
+    if not src or not tgt:
+        raise AlignmentError("the source or the translation is empty, so there is nothing to align")
+    sid, tid = word_ids(src), word_ids(tgt)
+    return list(enumerate(sid)), list(enumerate(tid)), merge_words(src, sid), merge_words(tgt, tid)
+
+
+def model_text(pair: GoldPair, as_tokenized: bool = False) -> tuple[str, str]:
+    """(English, German) to feed the model: detokenised by default, or the gold tokens joined by spaces."""
+    join = " ".join if as_tokenized else detokenize
+    return join(pair.src_words), join(pair.tgt_words)
+
+
+# --------------------------------------------------------------------------- links and scores
+
+def predict(maps: np.ndarray, method: str = "argmax", threshold: float = 0.5) -> np.ndarray:
+    """Maps (..., W_tgt, W_src) -> boolean links of the same shape."""
+    if method == "argmax":
+        best = maps.argmax(-1)[..., None]                         # (..., W_tgt, 1)
+        return np.arange(maps.shape[-1]) == best
+    if method == "threshold":
+        return maps >= threshold
+    raise ValueError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+
+
+def link_set(mask: np.ndarray) -> set:
+    """A boolean (W_tgt, W_src) link matrix -> a set of (t, s)."""
+    return {(int(t), int(s)) for t, s in zip(*np.nonzero(mask))}
+
+
+def classify(pred: set, sure: set, possible: set) -> dict:
+    """Predicted and gold links sorted for drawing: correct (sure), possible, wrong, and missed sure links."""
+    return {"correct": pred & sure, "possible": (pred & possible) - sure, "wrong": pred - possible,
+            "missed": sure - pred}
+
+
+def gold_masks(pair: GoldPair) -> tuple[np.ndarray, np.ndarray]:
+    """Sure and possible links as boolean (W_tgt, W_src) matrices."""
+    S = np.zeros((len(pair.tgt_words), len(pair.src_words)), dtype=bool)
+    P = S.copy()
+    for t, s in pair.sure:
+        S[t, s] = True
+    for t, s in pair.possible:
+        P[t, s] = True
+    return S, P
+
+
+def diagonal_map(n_tgt: int, n_src: int) -> np.ndarray:
+    """The baseline: target word t linked to the source word at the same relative position."""
+    A = np.zeros((n_tgt, n_src), dtype=np.float32)
+    A[np.arange(n_tgt), np.minimum(((np.arange(n_tgt) + 0.5) * n_src / n_tgt).astype(int), n_src - 1)] = 1.0
+    return A
+
+
+def counts(pred: np.ndarray, S: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """(..., 4) counts |A∩S|, |A∩P|, |A|, |S| of predicted links (..., W_tgt, W_src) against gold."""
+    ax = (-2, -1)
+    n_s = np.broadcast_to(S.sum(), pred.shape[:-2])
+    return np.stack([(pred & S).sum(ax), (pred & P).sum(ax), pred.sum(ax), n_s], -1)
+
+
+def scores(c) -> dict:
+    """AER = 1 - (|A∩S| + |A∩P|) / (|A| + |S|), precision |A∩P|/|A|, recall |A∩S|/|S| (Och & Ney 2003)."""
+    a_s, a_p, a, s = (float(x) for x in c)
+    return {"aer": 1.0 - (a_s + a_p) / (a + s) if a + s else float("nan"),
+            "precision": a_p / a if a else float("nan"), "recall": a_s / s if s else float("nan")}
+
+
+def candidates(maps: np.ndarray) -> tuple[list, np.ndarray]:
+    """Every head, every layer's head average and the all-head average of (N_dec, h, R, C) maps.
+
+    Returns (labels, stack (C, R, C)); a label is (layer, head), counted from 1, "mean" for averages
+    and "all" for the all-layer one.
+    """
+    L, h = maps.shape[:2]
+    labels = ([(layer + 1, k + 1) for layer in range(L) for k in range(h)]
+              + [(layer + 1, "mean") for layer in range(L)] + [("all", "mean")])
+    stack = np.concatenate([maps.reshape(L * h, *maps.shape[2:]), maps.mean(1), maps.mean((0, 1))[None]])
+    return labels, stack
+
+
+def select(maps: np.ndarray, layer, head) -> np.ndarray:
+    """One candidate of (N_dec, h, R, C) maps by its label: (2, 3), (2, "mean") or ("all", "mean")."""
+    if layer == "all":
+        return maps.mean((0, 1))
+    return head_or_mean(maps, layer - 1, None if head == "mean" else head - 1)     # labels count from 1
+
+
+# --------------------------------------------------------------------------- a corpus
+
+@dataclass
+class Evaluation:
+    """Per-pair counts of every candidate under both shifts, and of the diagonal baseline."""
+    labels: list
+    index: list = field(default_factory=list)                    # position in the given pairs of each scored pair
+    lines: list = field(default_factory=list)                    # its gold line
+    counts: dict = field(default_factory=lambda: {s: [] for s in SHIFTS})   # shift -> list of (C, 4)
+    diagonal: list = field(default_factory=list)                 # list of (4,)
+    skipped: list = field(default_factory=list)                  # (line, reason)
+    shared: int = 0                                              # scored pairs with a piece spelling two gold words
+    n_pairs: int = 0
+    seconds: float = 0.0
+
+
+def evaluate(tm, pairs: list[GoldPair], as_tokenized: bool = False, method: str = "argmax",
+             threshold: float = 0.5, progress=None) -> Evaluation:
+    """Teacher-force every pair through the model and count links of every head under both shifts.
+
+    progress: optional callable(done, total) for a progress bar.
+    """
+    t0 = time.time()
+    ev = Evaluation(labels=[], n_pairs=len(pairs))
+    for k, pair in enumerate(pairs):
+        src, tgt = model_text(pair, as_tokenized)
+        try:
+            res = tm.attend(src, tgt=tgt)
+            slots = gold_slots(res, pair)
+        except (AlignmentError, ValueError) as e:
+            ev.skipped.append((pair.line, str(e)))
+        else:
+            S, P = gold_masks(pair)
+            for shift in SHIFTS:
+                ev.labels, stack = candidates(word_maps(res, shift, *slots))
+                ev.counts[shift].append(counts(predict(stack, method, threshold), S, P))
+            ev.diagonal.append(counts(predict(diagonal_map(*S.shape)), S, P))
+            ev.index.append(k)
+            ev.shared += any(shared(x) for x in slots)
+            ev.lines.append(pair.line)
+        if progress:
+            progress(k + 1, len(pairs))
+    ev.seconds = time.time() - t0
+    return ev
+
+
+def _rounded(d: dict) -> dict:
+    """Floats to 4 decimals, NaN (nothing to score) to None, so that the JSON stays valid."""
+    return {k: ((round(v, 4) if np.isfinite(v) else None) if isinstance(v, float) else v) for k, v in d.items()}
+
+
+def report(ev: Evaluation, method: str = "argmax", threshold: float = 0.5) -> dict:
+    """Every candidate's scores, and the choices made on the first half of the pairs only.
+
+    The best single head (over heads and both shifts) and the best layer average are chosen by their
+    AER on the first half of the given pairs; their AER on the second half is the honest, held-out figure.
+    """
+    if not ev.index:
+        raise AlignmentError(f"none of the {ev.n_pairs} pairs could be scored "
+                             + (f"(first reason: {ev.skipped[0][1]})" if ev.skipped else ""))
+    n_first = ev.n_pairs // 2 or 1                                # the selection half: pairs given first
+    first = np.array(ev.index) < n_first
+    def part(rows, mask):
+        return np.asarray(rows)[mask].sum(0) if mask.any() else np.zeros(np.asarray(rows).shape[1:])
+    everything = np.ones_like(first)
+    rows, held_out = [], {}
+    for shift in SHIFTS:
+        per_pair = np.asarray(ev.counts[shift])                   # (pairs, candidates, 4)
+        whole, one, two = (part(per_pair, m) for m in (everything, first, ~first))
+        for c, (layer, head) in enumerate(ev.labels):
+            held_out[layer, head, shift] = {f"{k}_second_half": v for k, v in scores(two[c]).items()}
+            rows.append(_rounded({"layer": layer, "head": head, "shift": shift, **scores(whole[c]),
+                                  "aer_first_half": scores(one[c])["aer"], "aer_second_half": scores(two[c])["aer"]}))
+    # the choice sees the first half only; a candidate with nothing to score there comes last
+    def pick(kind):
+        return min((r for r in rows if kind(r)), key=lambda r: 2.0 if r["aer_first_half"] is None
+                                else r["aer_first_half"])
+    def chosen(r):
+        return _rounded({**{k: r[k] for k in ("layer", "head", "shift", "aer_first_half")},
+                                     **held_out[r["layer"], r["head"], r["shift"]]})
+    best = pick(lambda r: r["head"] != "mean")
+    layer = pick(lambda r: r["head"] == "mean" and r["layer"] != "all")
+    diag = np.asarray(ev.diagonal)
+    n_layers = max(r["layer"] for r in rows if r["layer"] != "all")
+    grid = {s: [[r["aer"] for r in rows if r["shift"] == s and r["layer"] == layer] for layer in range(1, n_layers + 1)]
+            for s in SHIFTS}
+    return {
+        "method": method, **({"threshold": threshold} if method == "threshold" else {}),
+        "shifts": SHIFTS,
+        "pairs": ev.n_pairs, "scored": len(ev.index), "skipped": len(ev.skipped),
+        "skipped_lines": [line for line, _ in ev.skipped],
+        "skipped_reasons": sorted({why for _, why in ev.skipped}),
+        "shared_piece_pairs": ev.shared,
+        "halves": {"first": int(first.sum()), "second": int((~first).sum()),
+                   "rule": f"chosen on the first {n_first} of {ev.n_pairs} given pairs, scored on the rest"},
+        "heads": rows,
+        "selected": chosen(best),
+        "best_layer": chosen(layer),
+        "all_heads": {s: next(r["aer"] for r in rows if r["shift"] == s and r["layer"] == "all") for s in SHIFTS},
+        "diagonal": _rounded({**scores(diag.sum(0)), "aer_second_half": scores(part(diag, ~first))["aer"]}),
+        "grid": grid,
+        "seconds": round(ev.seconds, 1),
+    }

@@ -1,0 +1,97 @@
+"""Saving a run: resume state and weight saves, their average, the exported checkpoint folder, and warm starts."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from safetensors.torch import load_file, save as st_save
+
+from core import Transformer, load_model, save_checkpoint
+from core.checkpoint import atomic_write, unique_state_dict
+
+from .run import epochs_done, hardware, stop_reason
+from .state import save_state
+
+
+def warm_start(folder, model, run: Path, rewarm: int) -> dict:
+    """Load a shipped checkpoint's weights into `model` and return the info dict of a run that continues it.
+
+    The optimiser is fresh (the checkpoint has no Adam moments): the step count, tokens and wall time
+    carry on from its card, the schedule continues from its step after `rewarm` steps of re-warm-up,
+    and its training log seeds the run's, so curves stay whole.
+    """
+    folder = Path(folder)
+    src = load_model(folder)
+    if src.cfg != model.cfg:
+        diff = {k: (v, getattr(model.cfg, k)) for k, v in vars(src.cfg).items() if getattr(model.cfg, k) != v}
+        raise SystemExit(f"--init-from {folder}: its config differs from this run's (checkpoint, run): {diff}; "
+                         "use the same --preset and --set options")
+    model.load_state_dict(src.state_dict())
+    card = json.loads((folder / "card.json").read_text()) if (folder / "card.json").exists() else {}
+    tr = card.get("training", {})
+    step = int(tr.get("steps", 0))
+    if (folder / "train_log.jsonl").exists() and not (run / "train_log.jsonl").exists():
+        atomic_write(run / "train_log.jsonl", (folder / "train_log.jsonl").read_bytes())
+    return {"step": step, "epoch": int(tr.get("epochs", 0)) + 1, "pos": 0,   # a new shuffle, not the one it was in
+            "elapsed_s": float(tr.get("wall_time_s", 0.0)), "tokens": int(tr.get("target_tokens", 0)),
+            "best_bleu": None,
+            "init": {"from": str(folder), "step": step, "rewarm": rewarm, "optimizer": "fresh Adam"}}
+
+def save_all(run: Path, model, opt, sched, info, keep: int) -> None:
+    """Resume state, plus a weights-only save for averaging (the last `keep` are kept)."""
+    save_state(run / "state.safetensors", model, opt, sched, info)
+    saves = run / "saves"
+    saves.mkdir(exist_ok=True)
+    weights = {k: v.detach().cpu().float().contiguous() for k, v in unique_state_dict(model).items()}
+    atomic_write(saves / f"step_{info['step']:07d}.safetensors", st_save(weights))
+    for old in sorted(saves.glob("step_*.safetensors"))[:-keep]:
+        old.unlink()
+
+def average_saves(paths) -> dict:
+    """The element-wise mean of several weight files (the paper averages the last 5 checkpoints)."""
+    total = None
+    for p in paths:
+        sd = load_file(str(p))
+        total = sd if total is None else {k: total[k] + sd[k] for k in total}
+    return {k: v / len(paths) for k, v in total.items()}
+
+def _cooldown(args) -> dict | None:
+    """The card's record of --cooldown (None without one; older run.json files have no such option)."""
+    steps = getattr(args, "cooldown", 0)
+    return {"steps": steps, "to_zero_at_step": args.max_steps, "shape": "1 - sqrt"} if steps else None
+
+def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: int | None = None) -> Path:
+    """Average the last k saves into a model and write it, with card and log, to args.out."""
+    saves = sorted((run / "saves").glob("step_*.safetensors"))[-(k or args.keep):]
+    model = Transformer(cfg)
+    model.load_state_dict(average_saves(saves), strict=False)
+    out = Path(args.out)
+    prep = Path(args.data) / "prep_report.json"
+    card = {}
+    if (out / "card.json").exists():
+        card = json.loads((out / "card.json").read_text())
+    # scores of scripts/evaluate.py, evaluate_pronouns.py, ... belong to the weights being replaced
+    for key in ("test", "valid", "pronouns", "alignment"):
+        card.pop(key, None)
+    hw = device if isinstance(device, str) else hardware(device)   # a string: the training run's, from run.json
+    card.update({
+        "name": out.name, "trained_here": True,
+        "data": {"folder": str(args.data), "prep_report": json.loads(prep.read_text()) if prep.exists() else None},
+        "training": {"preset": args.preset, "steps": info["step"], "epochs": epochs_done(info),
+                     "target_tokens": info["tokens"], "wall_time_s": round(info["elapsed_s"], 1),
+                     "hardware": hw, "processes": world, "max_tokens": args.max_tokens,
+                     "accum": args.accum, "warmup": args.warmup, "lr_scale": args.lr_scale, "clip": args.clip,
+                     "cooldown": _cooldown(args),
+                     "precision": getattr(args, "precision_used", None), "warm_start": info.get("init"),
+                     "overrides": list(args.set or []),
+                     "averaged_saves": [p.name for p in saves]},
+        "parameters": n_params,
+        "dev_last": info.get("last_valid"), "dev_best_bleu": info.get("best_bleu"),
+        "dev_best_bleu_step": info.get("best_bleu_step"),
+        "stopped_by": stop_reason(args, info, epochs_done(info), info["elapsed_s"]),
+    })
+    save_checkpoint(out, model, tokenizer, card)
+    if (run / "train_log.jsonl").exists():
+        atomic_write(out / "train_log.jsonl", (run / "train_log.jsonl").read_bytes())
+    print(f"exported {out} (average of {len(saves)} saves)", flush=True)
+    return out

@@ -1,0 +1,156 @@
+"""The "What heads do" page runs on two tiny checkpoints (no real checkpoint needed) and reacts to its widgets."""
+import base64
+import gc
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+import core
+from app import common
+from tests.helpers import tiny_model
+from core.studies import analysis, compare
+from core.paths import REPO
+
+PAGE = str(REPO / "app" / "screens" / "heads.py")
+DEFAULT_WORDS = "The Commission presented its report yesterday, but the Council rejected it.".split()
+VALID = [("a man in a blue shirt", "ein Mann in einem blauen Hemd"), ("two young girls", "zwei junge Mädchen"),
+         ("the weather is nice", "das Wetter ist schön"), ("the lazy dog", "der faule Hund")]
+
+
+@pytest.fixture
+def checkpoints(tmp_path, tokenizer, monkeypatch):
+    """Two tiny random checkpoints; the first names a data folder with a 4-line validation split."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "valid.en").write_text("".join(s + "\n" for s, _ in VALID), encoding="utf-8")
+    (data / "valid.de").write_text("".join(t + "\n" for _, t in VALID), encoding="utf-8")
+    for seed, name in enumerate(["tiny-a", "tiny-b"]):
+        core.save_checkpoint(tmp_path / "ckpts" / name, tiny_model(len(tokenizer), seed=seed), tokenizer,
+                             {"name": name, "trained_here": True, "data": {"folder": str(data)}})
+    monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(tmp_path / "ckpts"))
+    return tmp_path
+
+
+def page(name="tiny-a") -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=300)          # a busy machine: scoring every head takes a while
+    at.session_state["checkpoint"] = name
+    at.session_state["heads_dev_n"] = 4
+    return at.run()
+
+
+def _arrays(obj):
+    """Plotly 6 stores arrays as {"bdata": base64, "dtype", "shape"}: turn them back into numpy."""
+    if isinstance(obj, dict) and "bdata" in obj:
+        a = np.frombuffer(base64.b64decode(obj["bdata"]), dtype=obj["dtype"])
+        return a.reshape([int(n) for n in str(obj.get("shape", len(a))).split(",")])
+    if isinstance(obj, dict):
+        return {k: _arrays(v) for k, v in obj.items()}
+    return [_arrays(v) for v in obj] if isinstance(obj, list) else obj
+
+
+def charts(at) -> dict:
+    """key -> Plotly figure spec (a dict, arrays as numpy) of every chart on the page."""
+    return {el.key: _arrays(json.loads(el.proto.spec)) for el in at.get("plotly_chart")}
+
+
+def test_page_runs_and_the_score_selector_changes_the_heatmap(checkpoints):
+    at = page()
+    assert not at.exception, [e.value for e in at.exception]
+    before = charts(at)["heads_grid"]
+    assert "previous token" in before["layout"]["title"]["text"]
+    assert np.shape(before["data"][0]["z"]) == (2, 4)                               # tiny preset: 2 layers, 4 heads
+    at.selectbox(key="heads_score").set_value("eos").run()
+    after = charts(at)["heads_grid"]
+    assert "</s>" in after["layout"]["title"]["text"] and not np.allclose(after["data"][0]["z"], before["data"][0]["z"])
+    assert "heads_rollout" in charts(at) and "heads_entropy" in charts(at)
+    js = charts(at)["heads_cmp_js"]["data"][0]["z"]                                 # tiny-a against tiny-b: they differ
+    assert np.nanmax(js) > 0
+    assert any("validation split" in c.value for c in at.caption)
+    pieces = np.shape(charts(at)["heads_rollout"]["data"][0]["z"])
+    at.checkbox(key="heads_roll_words").check().run()
+    words = np.shape(charts(at)["heads_rollout"]["data"][0]["z"])
+    assert words == (len(DEFAULT_WORDS) + 1,) * 2 and words < pieces      # words + </s>
+
+
+def test_sweep_draws_one_bar_per_head(checkpoints):
+    at = page()
+    assert "heads_sweep_chart" not in charts(at)
+    at.button(key="heads_sweep_go").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    bars = charts(at)["heads_sweep_chart"]["data"][0]
+    assert list(bars["x"]) == ["head 1", "head 2", "head 3", "head 4"]
+    at.multiselect(key="heads_off").set_value([("enc_self", 0, 0), ("enc_self", 0, 1)]).run()
+    at.button(key="heads_measure").click().run()
+    assert not at.exception and at.metric[0].label == "BLEU without these heads"
+
+
+def test_head_finder_colours_fit_the_scores_and_its_columns_are_explained(checkpoints):
+    at = page()
+    grid = charts(at)["heads_grid"]["data"][0]
+    assert grid.get("zmin") == 0 and grid.get("zmax") is None      # 0 to the largest score, not a fixed 1
+    top = float(np.nanmax(np.asarray(grid["z"], dtype=float)))
+    assert any(f"largest value here, {top:.2f}" in c.value for c in at.caption)
+    table = at.dataframe[0].value
+    assert "previous token" in table.columns and "entropy_norm" not in table.columns and "eos" not in table.columns
+    explained = " ".join(e.value for e in at.markdown)
+    assert "end token \\</s\\>" in explained and "spread evenly over every token" in explained   # escaped Markdown
+
+
+def test_a_checkpoint_rewritten_in_place_is_scored_afresh(checkpoints, tokenizer):
+    """The page's caches are keyed on the checkpoint's version (its weights' file and time), not on id(model):
+    a model loaded after another was evicted may get the evicted one's id, and must not get its scores."""
+    at = page()
+    before = np.asarray(charts(at)["heads_grid"]["data"][0]["z"], dtype=float)
+    folder = checkpoints / "ckpts" / "tiny-a"
+    version = common.checkpoint_version("tiny-a")
+    core.save_checkpoint(folder, tiny_model(len(tokenizer), seed=7), tokenizer)      # as training rewrites it
+    assert common.checkpoint_version("tiny-a") != version
+    st.cache_resource.clear()                     # the old model evicted from the model cache, its id free
+    gc.collect()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    after = np.asarray(charts(at)["heads_grid"]["data"][0]["z"], dtype=float)
+    expected = analysis.score_grid(analysis.head_scores(core.load_checkpoint(folder)), "previous", "enc_self")
+    assert np.allclose(after, expected, atol=1e-4) and not np.allclose(after, before, atol=1e-3)
+
+
+# ---- the maps the page draws, computed in core (core.studies.analysis) ----
+
+def test_head_or_mean_picks_a_head_or_averages_the_layer():
+    maps = np.zeros((2, 3, 2, 2))
+    for layer in range(2):
+        for head in range(3):
+            maps[layer, head] = 10 * layer + head
+    assert np.all(analysis.head_or_mean(maps, 1, 2) == 12)
+    assert np.allclose(analysis.head_or_mean(maps, 1), 11)          # (10 + 11 + 12) / 3
+
+
+def test_rollout_maps_follow_the_residual_through_the_layers_and_merge_words():
+    pieces = ["\u2581un", "believ", "able", "\u2581yes", "</s>"]
+    S = len(pieces)
+    uniform = SimpleNamespace(src_tokens=pieces, enc_self=np.full((2, 4, S, S), 1 / S, dtype=np.float32))
+    (roll, raw), labels = analysis.rollout_maps(uniform, layer=1)
+    # each layer is 0.5 U + 0.5 I (U: uniform); two of them: 0.25 U + 0.5 U + 0.25 I, as U U = U
+    assert labels == pieces and np.allclose(raw, 1 / S)
+    assert np.allclose(roll, 0.75 / S + 0.25 * np.eye(S))
+    identity = SimpleNamespace(src_tokens=pieces, enc_self=np.broadcast_to(np.eye(S), (2, 4, S, S)))
+    (roll, raw), labels = analysis.rollout_maps(identity, layer=0, head=3, words=True)
+    assert labels == ["unbelievable", "yes", "</s>"]
+    assert np.allclose(roll, np.eye(3)) and np.allclose(raw, np.eye(3))     # a word attending to its own pieces
+
+
+def test_compared_maps_pick_the_same_head_of_both_models():
+    A, B = np.zeros((1, 2, 3, 3)), np.ones((1, 2, 3, 3))
+    A[0, 1] = 0.5
+    rows = ["\u2581a", "b", "</s>"]
+    cmp = compare.Comparison(None, None, maps={"enc_self": (A, B)}, labels={"enc_self": (rows, rows)},
+                             level={"enc_self": "pieces"})
+    (a, b), r, c = analysis.compared_maps(cmp, "enc_self", 0)
+    assert np.allclose(a, 0.25) and np.allclose(b, 1) and r == c == rows        # mean of heads 0 and 1
+    (a, b), r, c = analysis.compared_maps(cmp, "enc_self", 0, head=1, words=True)
+    assert r == c == ["ab", "</s>"]
+    assert np.allclose(a, [[1.0, 0.5], [1.0, 0.5]]) and np.allclose(b, [[2, 1], [2, 1]])   # columns summed

@@ -1,0 +1,127 @@
+"""End to end: `streamlit run app/main.py` driven by Playwright in Debian's Chromium.
+
+Types a sentence, switches a head, opens a tile of the model view by clicking it, draws the head view,
+and checks that no Streamlit exception box appears. Screenshots go to artifacts/ (git-ignored), to look at.
+Skipped when Playwright or /usr/bin/chromium is missing; never downloads a browser.
+"""
+import pytest
+
+from tests.browser.chromium import ARTIFACTS, browser_page, serve
+
+pytestmark = pytest.mark.slow      # minutes: a real server and a real browser (`-m "not slow"` leaves them out)
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    """The app served on a free port, with an empty checkpoints folder (untrained model, fast start)."""
+    with serve(tmp_path_factory.mktemp("checkpoints"), tmp_path_factory.mktemp("server") / "streamlit.log") as url:
+        yield url
+
+
+def plot_title(page, n=0) -> str:
+    return page.locator(".js-plotly-plot").nth(n).locator("text.gtitle").text_content() or ""
+
+
+def test_explorer_in_a_real_browser(app_url):
+    with browser_page() as page:
+        page.goto(app_url + "/?text=A+man+is+standing+on+a+ladder.")     # a short sentence: a quick start
+        page.wait_for_selector(".js-plotly-plot text.gtitle")
+        assert "head 1 of 8" in plot_title(page)
+        typed = page.get_by_role("textbox", name="Sentence to translate").input_value()
+        assert typed == "A man is standing on a ladder."
+
+        # type another sentence: the heatmap gets other rows
+        before = page.locator(".js-plotly-plot .ytick").count()
+        box = page.get_by_role("textbox", name="Sentence to translate")
+        box.fill("The cat sat on the mat, and the dog sat on the cat.")
+        box.press("Control+Enter")
+        page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot .ytick').length > {before}")
+        page.screenshot(path=str(ARTIFACTS / "explorer_one_head.png"))
+
+        # switch the head
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Head").click()
+        page.get_by_role("option", name="4 of 8").click()
+        page.wait_for_function("() => (document.querySelector('.js-plotly-plot text.gtitle') || {}).textContent"
+                               "?.endsWith('head 4 of 8')")
+
+        # the model view: clicking a tile opens it large below
+        page.get_by_text("All heads (model view)", exact=True).click()
+        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length == 2")
+        grid = page.locator(".js-plotly-plot").first.locator(".nsewdrag").first
+        grid.wait_for()
+        b = grid.bounding_box()
+        page.mouse.click(b["x"] + b["width"] * 2.5 / 8, b["y"] + b["height"] * 1.5 / 6)   # layer 2, head 3
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text.gtitle')]"
+                               ".some(t => t.textContent.includes('layer 2 of 6, head 3 of 8'))")
+        page.screenshot(path=str(ARTIFACTS / "explorer_model_view.png"))
+
+        # the head view, then only one token's lines
+        page.get_by_text("Head view (lines, as in the paper)", exact=True).click()
+        page.wait_for_selector(".js-plotly-plot .legend")
+        page.screenshot(path=str(ARTIFACTS / "explorer_head_view.png"))
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Only the lines of one token").click()
+        page.get_by_role("option").nth(3).click()
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(ARTIFACTS / "explorer_head_view_focus.png"))
+
+        assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_alignment_in_a_real_browser(app_url):
+    """The Alignment page: a gold pair's links over the map, another shift, then every head scored."""
+    with browser_page() as page:
+        page.goto(app_url + "/alignment")
+        page.wait_for_selector(".js-plotly-plot text.gtitle")
+        assert plot_title(page) == "layer 1, head 1, shift 'read', argmax"
+        assert page.get_by_text("AER of this pair").count() == 1
+        assert page.locator(".js-plotly-plot .legendtext").filter(has_text="gold: sure").count() == 1
+
+        page.get_by_text("produced", exact=True).click()
+        page.wait_for_function("() => (document.querySelector('.js-plotly-plot text.gtitle') || {}).textContent"
+                               "?.includes(\"shift 'produced'\")")
+        page.get_by_role("button", name="Score every head").click()
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text.gtitle')]"
+                               ".some(t => t.textContent.startsWith('AER of every head'))")
+        page.screenshot(path=str(ARTIFACTS / "alignment.png"))
+        assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_pronoun_page_in_a_real_browser(app_url):
+    """'Which pronoun?': the forms' bars and both attention maps, for a set sentence and then a typed one."""
+    with browser_page(height=2400) as page:
+        page.goto(app_url + "/pronouns")
+        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3")
+        assert "Which form comes next" in plot_title(page, 0)
+        assert "while writing 'ihre'" in plot_title(page, 2)              # the set's first sentence: die Bank
+
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Sentence").click()
+        page.get_by_role("option", name="✎ Type your own sentence").click()
+        english = page.get_by_role("textbox", name="English sentence with 'its' (or 'it')")
+        english.fill("The council approved its budget.")
+        english.press("Enter")
+        german = page.get_by_role("textbox", name="German translation (leave empty to use the model's own)")
+        german.fill("Der Rat genehmigte seinen Haushalt.")
+        german.press("Enter")
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text.gtitle')]"
+                               ".some(t => t.textContent.includes(\"while writing 'seinen'\"))")
+        page.screenshot(path=str(ARTIFACTS / "pronouns.png"), full_page=True)
+        assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_queries_and_keys_page_in_a_real_browser(app_url):
+    """'Queries and keys': one head's points, a sentence's map for the same head, then every head of the layer."""
+    with browser_page() as page:
+        page.goto(app_url + "/qk")
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text.gtitle')]"
+                               ".some(t => t.textContent.includes('queries and'))")
+        assert "layer 1 of 6, head 1 of 8" in plot_title(page)
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Sentence").click()
+        page.get_by_role("option").nth(1).click()
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text.gtitle')]"
+                               ".some(t => t.textContent.startsWith('Sentence 2: Encoder self-attention'))")
+        page.screenshot(path=str(ARTIFACTS / "qk_one_head.png"), full_page=True)
+        page.get_by_text("Every head of the layer", exact=True).click()
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text')]"
+                               ".some(t => t.textContent === 'head 8')")
+        page.screenshot(path=str(ARTIFACTS / "qk_layer.png"))
+        assert page.locator('[data-testid="stException"]').count() == 0

@@ -1,0 +1,97 @@
+"""Screenshots of every page at 1280x720 and at 1920x1080, on the shipped checkpoints, for a human to look at.
+
+They go to artifacts/screenshots/WIDTHxHEIGHT/ (git-ignored; CI keeps them as artifacts): per page the
+first screen, as a class sees it on a projector, and the whole page; plus the explorer's head view and
+the explorer in presenter mode. The pages are those of the app's own navigation, so a new page is
+photographed too. Fails on a Streamlit exception box or a Vega warning in the browser's console.
+Skipped like tests/browser/test_browser.py when Playwright or Chromium is missing.
+"""
+from urllib.parse import urlparse
+
+import pytest
+
+from core.paths import REPO
+from tests.browser.chromium import CHROMIUM, WAIT_MS, serve, sync_api
+
+pytestmark = pytest.mark.slow      # minutes: every page of the app in a real browser, at two sizes
+
+SCREENSHOTS = REPO / "artifacts" / "screenshots"
+VIEWPORTS = [(1280, 720), (1920, 1080)]
+# the script has run to its end (Streamlit marks the app's root for its own browser tests) and nothing still loads
+SETTLED = """() => !!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+    && !document.querySelector('[data-testid="stSpinner"], [data-testid="stSkeleton"]')"""
+MAIN_HEIGHT = """() => Math.max(...['stMain', 'stAppViewContainer', 'stMainBlockContainer']
+  .map(id => document.querySelector(`[data-testid="${id}"]`)).filter(Boolean).map(e => e.scrollHeight))"""
+
+
+@pytest.fixture(scope="module")
+def shipped_url(tmp_path_factory):
+    """The app on the shipped checkpoints (on an empty folder, so the untrained model, if there are none)."""
+    shipped = REPO / "checkpoints"
+    folder = shipped if any(shipped.glob("*/config.json")) else tmp_path_factory.mktemp("checkpoints")
+    with serve(folder, tmp_path_factory.mktemp("server") / "streamlit.log") as url:
+        yield url
+
+
+def settle(page) -> None:
+    """Wait until the page's script has run and stayed done for a moment (charts draw after it)."""
+    for _ in range(2):
+        page.wait_for_function(SETTLED)
+        page.wait_for_timeout(1500)
+
+
+def shoot(page, folder, name: str) -> None:
+    """The first screen, then the whole page (the window grown to the height of the scrolled main area)."""
+    size = page.viewport_size
+    page.screenshot(path=str(folder / f"{name}.png"))
+    height = min(int(page.evaluate(MAIN_HEIGHT)), 16_000)
+    if height > size["height"]:
+        page.set_viewport_size({"width": size["width"], "height": height})
+        settle(page)
+        page.screenshot(path=str(folder / f"{name}_whole.png"))
+        page.set_viewport_size(size)
+
+
+def nav_paths(page) -> list[str]:
+    """The URL paths of the sidebar's pages ("" for the first)."""
+    hrefs = page.locator('[data-testid="stSidebarNav"] a').evaluate_all("links => links.map(a => a.href)")
+    return [urlparse(h).path.strip("/") for h in hrefs]
+
+
+def test_screenshots_of_every_page(shipped_url):
+    console = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            for width, height in VIEWPORTS:
+                folder = SCREENSHOTS / f"{width}x{height}"
+                folder.mkdir(parents=True, exist_ok=True)
+                page = browser.new_page(viewport={"width": width, "height": height})
+                page.set_default_timeout(WAIT_MS)
+                page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+                page.goto(shipped_url)
+                settle(page)
+                paths = nav_paths(page)
+                assert len(paths) >= 7 and "paper_figures" in paths
+                for n, path in enumerate(paths):
+                    page.goto(f"{shipped_url}/{path}")          # a new session per page: each page's own defaults
+                    settle(page)
+                    assert page.locator('[data-testid="stException"]').count() == 0, path
+                    shoot(page, folder, f"{n + 1:02d}_{path or 'explorer'}")
+
+                page.goto(shipped_url)
+                settle(page)
+                page.get_by_text("Head view (lines, as in the paper)", exact=True).click()
+                settle(page)
+                shoot(page, folder, "explorer_head_view")
+                page.get_by_text("Presenter mode", exact=True).click()
+                settle(page)
+                page.get_by_text("One head", exact=True).click()
+                settle(page)
+                shoot(page, folder, "explorer_presenter")
+                assert page.locator('[data-testid="stException"]').count() == 0
+                page.close()
+        finally:
+            browser.close()
+    vega = [m for m in console if "Conflicting" in m or "WARN" in m and "legend" in m]
+    assert not vega, vega

@@ -1,0 +1,51 @@
+"""The cheap CPU dropout (core/model/dropout.py): masks, scaling, gradients, the RNG, and attention dropout."""
+import pytest
+import torch
+
+import core
+from core.model.dropout import Dropout, dropout, keep_mask
+
+
+def test_keep_mask_keeps_1_minus_p_in_every_lane():
+    torch.manual_seed(0)
+    for p in (0.1, 0.3, 0.5):
+        m = keep_mask((300_001,), p)                        # not a multiple of 3: the last word is cut
+        assert m.dtype == torch.bool and m.shape == (300_001,)
+        # 5 standard deviations of a binomial with n = 100,000 (each of the three 16-bit lanes separately)
+        for lane in range(3):
+            share = m[lane::3].float().mean().item()
+            assert share == pytest.approx(1 - p, abs=5 * (p * (1 - p) / 100_000) ** 0.5), (p, lane)
+
+
+def test_dropout_zeroes_scales_and_passes_the_gradient_through_the_kept_elements():
+    torch.manual_seed(1)
+    x = torch.randn(64, 200, requires_grad=True)
+    y = dropout(x, 0.25, training=True)
+    kept = y != 0
+    torch.testing.assert_close(y[kept], x[kept] / 0.75)     # inverted dropout: the kept ones are scaled up
+    assert 0.70 < kept.float().mean().item() < 0.80
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, kept.float() / 0.75)
+    assert dropout(x, 0.25, training=False) is x and dropout(x, 0.0) is x
+    assert dropout(x.detach().bfloat16(), 0.25).dtype == torch.bfloat16
+
+
+def test_dropout_follows_torchs_generator_so_resumed_runs_repeat():
+    d = Dropout(0.1).train()
+    torch.manual_seed(5)
+    a = d(torch.ones(1000))
+    torch.manual_seed(5)
+    assert torch.equal(a, d(torch.ones(1000)))
+    assert not torch.equal(a, d(torch.ones(1000)))
+    assert torch.equal(d.eval()(torch.ones(10)), torch.ones(10))
+
+
+def test_attention_dropout_keeps_the_expected_value_of_the_output():
+    """Training-mode attention with dropout averages to the dropout-free output (E[mask / (1-p)] = 1)."""
+    torch.manual_seed(2)
+    mha = core.MultiHeadAttention(16, 4, dropout=0.3)
+    x = torch.randn(1, 5, 16)
+    clean, _ = mha.eval()(x, x, x)
+    mha.train()
+    mean = torch.stack([mha(x, x, x)[0] for _ in range(3000)]).mean(0)
+    torch.testing.assert_close(mean, clean, atol=0.03, rtol=0)

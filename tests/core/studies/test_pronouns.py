@@ -1,0 +1,228 @@
+"""TranslationModel.score, the contrastive pronoun set (core/probes/pronouns_en_de.jsonl) and its evaluation."""
+import json
+import math
+import string
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import core
+from core.studies import pronouns as P
+from scripts import evaluate_pronouns
+
+ITEMS = P.load_pronoun_set()
+ARTICLE = {"f": "die", "m": "der", "n": "das"}
+
+
+# ---------------------------------------------------------------- score
+
+def forward_logprobs(tm, src: str, tgt: str) -> np.ndarray:
+    """Per-piece log P of tgt + </s>, from one plain forward pass of the model (independent of score)."""
+    cfg = tm.cfg
+    s = torch.tensor([tm.tokenizer.encode(src, "src") + [cfg.eos_id]])
+    y = tm.tokenizer.encode(tgt, "tgt")
+    logits = tm.model(s, torch.tensor([[cfg.bos_id] + y]))[0]              # (T, V)
+    gold = torch.tensor(y + [cfg.eos_id])
+    per_piece = -F.cross_entropy(logits.double(), gold, reduction="none")
+    return per_piece.detach().numpy()
+
+
+def test_score_is_the_sum_of_the_forward_pass_log_probs(translation_model):
+    src = "the quick brown fox jumps over the lazy dog"
+    cands = ["der schnelle braune Fuchs", "zwei junge Mädchen spielen im Park", "Hund"]
+    results = translation_model.score(src, cands)
+    assert [r.tgt for r in results] == cands
+    for r, c in zip(results, cands):
+        expected = forward_logprobs(translation_model, src, c)
+        assert r.pieces[-1] == "</s>" and len(r.pieces) == len(expected) == len(r.logprobs)
+        np.testing.assert_allclose(r.logprobs, expected, atol=1e-4)
+        assert r.total == pytest.approx(float(expected.sum()), abs=1e-3)
+        assert r.total < 0
+
+
+def test_score_is_batch_invariant(translation_model):
+    srcs = ["a man in a blue shirt", "the weather is nice today and the children are happy", "two girls"]
+    cands = ["ein Mann", "das Wetter ist heute schön und die Kinder sind fröhlich", "zwei junge Mädchen spielen"]
+    together = translation_model.score(srcs, cands)
+    alone = [translation_model.score(s, c) for s, c in zip(srcs, cands)]
+    small_batches = translation_model.score(srcs, cands, batch_size=2)
+    for t, a, b in zip(together, alone, small_batches):
+        np.testing.assert_allclose(t.logprobs, a.logprobs, atol=1e-5)
+        np.testing.assert_allclose(b.logprobs, a.logprobs, atol=1e-5)
+    single = translation_model.score(srcs[0], cands[0])                     # a string gives one result
+    assert isinstance(single, core.ScoreResult) and single.total == pytest.approx(alone[0].total, abs=1e-5)
+
+
+class DigitTokenizer:
+    """The toy model's vocabulary as text: '5 9 12' <-> ids [5, 9, 12]."""
+
+    def encode(self, text, side="src"):
+        return [int(w) for w in text.split()]
+
+    def pieces(self, ids, side="src"):
+        return [str(int(i)) for i in ids]
+
+    def decode(self, ids, side="tgt"):
+        return " ".join(str(int(i)) for i in ids)
+
+
+def test_score_ranks_a_hand_made_pair_on_the_trained_toy_model(toy_model):
+    """The toy model reverses sequences: the reversal must score far above a copy with two symbols swapped."""
+    tm = core.TranslationModel(toy_model, DigitTokenizer())
+    right, wrong = tm.score("5 9 12 7", ["7 12 9 5", "7 9 12 5"])
+    assert right.total > wrong.total + 2.0, (right.total, wrong.total)
+    assert right.logprobs[0] == pytest.approx(wrong.logprobs[0], abs=1e-6)   # same first piece, same prefix
+    assert math.exp(right.total) > 0.5                                        # it is sure of the right one
+
+
+def test_score_refuses_bad_input_with_readable_messages(translation_model):
+    with pytest.raises(ValueError, match="one source for all candidates or one per candidate"):
+        translation_model.score(["a man", "a dog"], ["ein Mann"])
+    with pytest.raises(ValueError, match="empty"):
+        translation_model.score("a man", ["ein Mann", "  "])
+    with pytest.raises(ValueError, match="text"):
+        translation_model.score("a man", [None])
+    assert translation_model.score("a man", []) == []
+
+
+# ---------------------------------------------------------------- the pronoun set
+
+def words(text: str) -> list[str]:
+    return [w.strip(string.punctuation + "„“") for w in text.split()]
+
+
+def test_the_set_is_large_balanced_and_has_far_and_it_items():
+    assert len(ITEMS) >= 100
+    assert len({it["id"] for it in ITEMS}) == len(ITEMS) and len({it["en"] for it in ITEMS}) == len(ITEMS)
+    fem = [it for it in ITEMS if it["gender"] == "f"]
+    assert len(fem) == len(ITEMS) - len(fem)                                 # half feminine, half masc/neuter
+    assert Counter(it["pronoun"] for it in ITEMS)["its"] >= 100
+    for gender_is_f in (True, False):
+        side = [it for it in ITEMS if (it["gender"] == "f") == gender_is_f]
+        assert sum(it["pronoun"] in ("it", "they") for it in side) >= 3
+        assert sum(it["distance"] >= 8 for it in side) >= 10                 # antecedent far: relative clause between
+        assert sum(4 <= it["distance"] <= 7 for it in side) >= 10
+
+
+@pytest.mark.parametrize("item", ITEMS, ids=lambda it: str(it["id"]))
+def test_each_pair_differs_in_the_pronoun_only(item):
+    right, wrong = item["de"].split(), item["de_wrong"].split()
+    assert len(right) == len(wrong)
+    diff = [i for i, (a, b) in enumerate(zip(right, wrong)) if a != b]
+    assert len(diff) == 1, diff
+    i = diff[0]
+    assert (words(item["de"])[i], words(item["de_wrong"])[i]) == (item["form"], item["wrong_form"])
+    assert item["form"].islower()                                           # never the capitalised first word
+    form, wrong_form, gender = item["form"], item["wrong_form"], item["gender"]
+    if item["pronoun"] == "its":
+        stems = ("ihr", "sein") if gender == "f" else ("sein", "ihr")
+        assert form.startswith(stems[0]) and wrong_form.startswith(stems[1])
+        assert form[len(stems[0]):] == wrong_form[len(stems[1]):] in ("", "e", "en", "em", "er", "es")
+    else:
+        right_pronoun = {"f": "sie", "m": "er", "n": "es"}[gender]
+        assert form == right_pronoun
+        assert wrong_form in (("er", "es") if gender == "f" else ("sie",))
+    assert P.right_for(form, gender) and not P.right_for(wrong_form, gender)
+
+
+@pytest.mark.parametrize("item", ITEMS, ids=lambda it: str(it["id"]))
+def test_each_item_names_its_antecedent_and_pronoun(item):
+    en = [w.lower() for w in words(item["en"])]
+    assert en.count(item["pronoun"]) == 1
+    assert sum(w in ("its", "it", "they") for w in en) == 1                  # one pronoun a sentence
+    a, p = en.index(item["antecedent"].lower()), en.index(item["pronoun"])
+    assert 0 < a < p and item["distance"] == p - a
+    article, noun = item["antecedent_de"].split(" ", 1)[0], item["antecedent_de"].split()[-1]
+    assert article == ARTICLE[item["gender"]]                                # the gender agrees with its article
+    assert noun in item["de"] or noun[:4] in item["de"]                     # ... and the noun is in the German
+
+
+def test_load_pronoun_set_explains_a_bad_line(tmp_path):
+    good = json.dumps({k: ITEMS[0][k] for k in P.FIELDS})
+    path = tmp_path / "set.jsonl"
+    path.write_text(good + "\n\n" + '{"en": "The bank raised its rates."}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="line 3: missing or empty de, de_wrong"):
+        P.load_pronoun_set(path)
+    path.write_text(good + "\n{not json\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="line 2: not valid JSON"):
+        P.load_pronoun_set(path)
+    path.write_text(good + "\n", encoding="utf-8")
+    assert P.load_pronoun_set(path)[0]["distance"] == ITEMS[0]["distance"]
+
+
+# ---------------------------------------------------------------- evaluation
+
+def test_summarize_counts_by_hand():
+    rows = [dict(gender="f", pronoun="its", distance=1, correct=True),
+            dict(gender="f", pronoun="its", distance=9, correct=False),
+            dict(gender="f", pronoun="it", distance=5, correct=False),
+            dict(gender="m", pronoun="its", distance=2, correct=True),
+            dict(gender="n", pronoun="its", distance=8, correct=True)]
+    s = P.summarize(rows)
+    assert (s["accuracy"], s["feminine"], s["masc_neut"]) == (0.6, round(1 / 3, 4), 1.0)
+    assert s["by_distance"] == {"1-3 words": 1.0, "4-7 words": 0.0, "8+ words": 0.5}
+    assert s["by_pronoun"] == {"it": 0.0, "its": 0.75}
+    assert (s["items"], s["feminine_items"], s["masc_neut_items"]) == (5, 3, 2)
+
+
+def test_evaluate_compares_the_two_scores_of_each_item(translation_model):
+    items = ITEMS[:3] + ITEMS[-3:]
+    results = P.evaluate(translation_model, items, batch_size=4)
+    for it, r in zip(items, results):
+        right = forward_logprobs(translation_model, it["en"], it["de"]).sum()
+        wrong = forward_logprobs(translation_model, it["en"], it["de_wrong"]).sum()
+        assert r["logp_right"] == pytest.approx(right, abs=1e-3) and r["logp_wrong"] == pytest.approx(wrong, abs=1e-3)
+        assert r["correct"] == (right > wrong)
+    assert set(P.pronoun_accuracy(translation_model, items)) == {"accuracy", "feminine", "masc_neut"}
+
+
+def test_form_probabilities_are_the_next_word_probabilities(translation_model):
+    src, tgt = "The bank raised its interest rates.", "Die Bank erhöhte ihre Zinsen."
+    choice = P.form_probabilities(translation_model, src, tgt, "its")
+    assert (choice.prefix, choice.written, choice.word) == ("Die Bank erhöhte", "ihre", 3)
+    assert list(choice.table.form) == list(P.POSSESSIVES)
+    tok = translation_model.tokenizer
+    for form, logp in zip(choice.table.form, choice.table.logprob):
+        n = len(tok.encode(f"{choice.prefix} {form}", "tgt")) - len(tok.encode(choice.prefix, "tgt"))
+        per_piece = forward_logprobs(translation_model, src, f"{choice.prefix} {form}")
+        assert logp == pytest.approx(per_piece[-1 - n:-1].sum(), abs=1e-4), form
+    assert choice.table.share.sum() == pytest.approx(1.0)
+    assert choice.chosen == choice.table.form[choice.table.logprob.idxmax()]
+    fem = choice.table[choice.table.form.str.startswith("ihr")].share.sum()
+    assert choice.feminine_share == pytest.approx(fem)
+    start = P.form_probabilities(translation_model, "Its rates rose.", "Seine Zinsen stiegen.")
+    assert start.prefix == "" and start.written == "Seine" and start.chosen[0].isupper()
+    it = P.form_probabilities(translation_model, "The bank said it would close.", "Die Bank sagte, sie schließe.", "it")
+    assert list(it.table.form) == ["er", "es", "sie"] and it.written == "sie"
+    assert P.form_probabilities(translation_model, src, "Die Bank erhöhte die Zinsen.") is None
+
+
+def test_finding_the_pronoun_and_a_first_guess_at_its_antecedent():
+    assert P.find_pronoun("The minister criticised the bank for its high fees.") == (6, "its")
+    assert P.find_pronoun("Nothing to see here.") is None
+    words_ = "The minister criticised the bank for its high fees.".split()
+    assert words_[P.guess_antecedent(words_, 6)] == "bank"
+    assert P.find_form("Der Rat, sagte er, genehmigte seinen Haushalt.") == 5
+    assert P.find_form("Der Rat sagte, er komme.", "it") == 3
+
+
+def test_evaluate_pronouns_writes_one_key_of_the_card(tmp_path, tokenizer, capsys):
+    folder = tmp_path / "ckpt"
+    torch.manual_seed(0)
+    model = core.Transformer(core.preset("tiny", vocab_size=len(tokenizer), max_len=128)).eval()
+    core.save_checkpoint(folder, model, tokenizer, {"name": "ckpt", "test": {"bleu": 1.0}})
+    small = tmp_path / "small.jsonl"
+    small.write_text("".join(json.dumps({k: it[k] for k in P.FIELDS}) + "\n" for it in ITEMS[:4] + ITEMS[-4:]))
+    out = tmp_path / "items.json"
+    assert evaluate_pronouns.main([str(folder), "--set", str(small), "--json", str(out)]) == 0
+    card = json.loads((folder / "card.json").read_text())
+    assert card["test"] == {"bleu": 1.0} and card["pronouns"]["items"] == 8     # the rest of the card is kept
+    detail = json.loads(out.read_text())
+    expected = sum(r["logp_right"] > r["logp_wrong"] for r in detail["items"]) / 8
+    assert card["pronouns"]["accuracy"] == pytest.approx(expected)
+    assert card["pronouns"]["feminine_items"] == card["pronouns"]["masc_neut_items"] == 4
+    assert evaluate_pronouns.main([str(tmp_path / "missing")]) == 1
+    assert "no checkpoint folder" in capsys.readouterr().err

@@ -1,0 +1,135 @@
+"""The SentencePiece wrapper: round trips, and word-level merging of pieces and attention."""
+import numpy as np
+import pytest
+
+import core
+from core.tokenizer import WORD_START
+
+TEXTS = [
+    "the quick brown fox",
+    "Grüße aus München, schöne Straße! Äpfel, Öl und Übermut.",
+    "Привет, как дела?",
+    "مرحبا بالعالم",
+    "שלום עולם",
+    "你好世界 天气很好",                  # CJK (no full-width punctuation: NFKC would change it)
+    "日本語のテキスト",
+    "emoji 😀 👍🏽 👩‍👩‍👧 ok",
+    "mixed: Hello Привет مرحبا 你好 ok",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_round_trip(tokenizer, text):
+    ids = tokenizer.encode(text)
+    assert all(isinstance(i, int) and 0 <= i < len(tokenizer) for i in ids)
+    assert 1 not in ids                                   # byte fallback: nothing becomes <unk>
+    assert tokenizer.decode(ids) == text
+    assert tokenizer.decode(tokenizer.encode(text, "src"), "src") == text
+
+
+def test_empty_string(tokenizer):
+    assert tokenizer.encode("") == []
+    assert tokenizer.decode([]) == ""
+
+
+def test_special_ids_and_pieces(tokenizer):
+    assert tokenizer.pieces([0, 1, 2, 3]) == ["<pad>", "<unk>", "<s>", "</s>"]
+    pieces = tokenizer.pieces(tokenizer.encode("the quick fox"))
+    assert pieces[0].startswith(WORD_START)
+    assert "".join(pieces).replace(WORD_START, " ").strip() == "the quick fox"
+
+
+def test_save_and_load_folder(tokenizer, tmp_path):
+    tokenizer.save(tmp_path)
+    again = core.Tokenizer.from_folder(tmp_path)
+    assert len(again) == len(tokenizer)
+    assert again.encode(TEXTS[1]) == tokenizer.encode(TEXTS[1])
+    with pytest.raises(FileNotFoundError, match="SentencePiece"):
+        core.Tokenizer.from_folder(tmp_path / "nowhere")
+
+
+def test_clean_text():
+    assert core.clean_text("  a\tb\x00c\u2028d\n\n e  ") == "a b c d e"
+    assert core.clean_text("ﬁne") == "fine"                  # NFKC
+    assert core.clean_text("👩\u200d👩\u200d👧") == "👩\u200d👩\u200d👧"    # the zero-width joiner stays
+    with pytest.raises(ValueError):
+        core.clean_text(None)
+
+
+# --- words -----------------------------------------------------------------------------------
+
+def test_word_ids_and_merge_words():
+    pieces = ["<s>", "▁Gr", "üße", "▁aus", "▁M", "ün", "chen", "</s>"]
+    ids = core.word_ids(pieces)
+    assert ids == [0, 1, 1, 2, 3, 3, 3, 4]
+    assert core.merge_words(pieces, ids) == ["<s>", "Grüße", "aus", "München", "</s>"]
+    assert core.word_ids(["ab", "▁c", "</s>"]) == [0, 1, 2]
+    assert core.word_ids(["<s>", "ab", "c"]) == [0, 1, 1]       # a piece after a special starts a word
+
+
+def test_word_ids_on_real_pieces(tokenizer):
+    pieces = tokenizer.pieces(tokenizer.encode("Grüße aus München")) + ["</s>"]
+    words = core.merge_words(pieces)
+    assert words == ["Grüße", "aus", "München", "</s>"]
+
+
+def _random_attention(rng, *shape):
+    x = np.exp(rng.normal(size=shape)).astype(np.float32)
+    return x / x.sum(-1, keepdims=True)
+
+
+def test_merge_attention_rows_and_columns():
+    rng = np.random.default_rng(0)
+    attn = _random_attention(rng, 2, 3, 5, 6)             # (N, h, Tq, Tk)
+    rows, cols = [0, 0, 1, 2, 2], [0, 1, 1, 1, 2, 3]
+    merged = core.merge_attention(attn, rows, cols)
+    assert merged.shape == (2, 3, 3, 4)
+    np.testing.assert_allclose(merged.sum(-1), 1.0, atol=1e-6)
+    # a word's column is the sum over its pieces; a word's row is the mean over its pieces
+    cols_only = core.merge_attention(attn, list(range(5)), cols)
+    np.testing.assert_allclose(cols_only[..., 1], attn[..., 1:4].sum(-1), atol=1e-6)
+    np.testing.assert_allclose(cols_only.sum(-2), np.stack(
+        [attn.sum(-2)[..., [j for j, w in enumerate(cols) if w == k]].sum(-1) for k in range(4)], -1), atol=1e-5)
+    np.testing.assert_allclose(merged[..., 0, :], cols_only[..., :2, :].mean(-2), atol=1e-6)
+    np.testing.assert_allclose(merged[..., 1, :], cols_only[..., 2, :], atol=1e-6)
+
+
+def test_merge_attention_identity():
+    rng = np.random.default_rng(1)
+    attn = _random_attention(rng, 4, 4)
+    np.testing.assert_allclose(core.merge_attention(attn, [0, 1, 2, 3], [0, 1, 2, 3]), attn, atol=1e-7)
+
+
+def test_merge_words_decodes_byte_fallback_pieces(tokenizer):
+    text = "ok 😀 Привет 你好"
+    pieces = tokenizer.pieces(tokenizer.encode(text))
+    assert "<0xF0>" in pieces                              # the tiny vocabulary spells these as bytes
+    assert core.merge_words(pieces) == ["ok", "😀", "Привет", "你好"]
+    assert core.merge_words(["▁a", "<", "0x", "41", ">"]) == ["a<0x41>"]   # typed text stays text
+    assert core.merge_words(["▁x", "<0xE4>"]) == ["x\ufffd"]             # a cut character
+    assert core.merge_words(["▁", "<0xC3>", "<0xA4>", "b", "▁c"]) == ["äb", "c"]
+
+
+def test_piece_byte_reads_both_cases_of_hex_and_nothing_else():
+    from core.tokenizer import piece_byte
+    assert piece_byte("<0x39>") == 0x39 and piece_byte("<0xc3>") == piece_byte("<0xC3>") == 0xC3
+    assert [piece_byte(p) for p in ("<0xZZ>", "<0x9>", "▁<0x39>", "<s>", "9", "<0x39")] == [None] * 6
+
+
+def test_display_pieces_shows_the_characters_byte_pieces_stand_for(tokenizer):
+    from core.tokenizer import display_pieces
+    assert display_pieces(["▁Jahr", "▁20", "<0x39>", "</s>"]) == ["▁Jahr", "▁20", "9", "</s>"]
+    # a character of several bytes: each piece says which byte of it it is, so rows stay one per piece
+    assert display_pieces(["▁", "<0xc3>", "<0xA4>", "b"]) == ["▁", "ä 1/2", "ä 2/2", "b"]
+    # no whole printable character: the raw names stay (a cut character, a control byte)
+    assert display_pieces(["<0xE4>", "x", "<0x0A>"]) == ["<0xE4>", "x", "<0x0A>"]
+    pieces = tokenizer.pieces(tokenizer.encode("ok 😀"))
+    shown = display_pieces(pieces)
+    assert len(shown) == len(pieces) and not any(s.startswith("<0x") for s in shown)
+    assert [s for s in shown if s.startswith("😀")] == [f"😀 {k}/4" for k in (1, 2, 3, 4)]
+
+
+def test_punctuation_byte_pieces_count_in_either_case():
+    from core.studies.analysis import is_punctuation
+    assert is_punctuation("<0x2E>") and is_punctuation("<0x2e>") and not is_punctuation("<0x41>")

@@ -1,0 +1,52 @@
+"""scripts/gpu_run.sh, the one command for a lent GPU, run end to end on the CPU with the tiny preset
+(about a minute), so that it cannot rot between the sessions that get a GPU."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import tarfile
+
+import pytest
+
+from core.paths import REPO
+from tests.helpers import make_corpus
+
+
+
+@pytest.mark.slow      # about a minute: the whole GPU run on the CPU
+def test_gpu_run_prepares_trains_evaluates_and_packs(tmp_path):
+    raw, _ = make_corpus(tmp_path / "corpus")
+    work, out = tmp_path / "work", tmp_path / "out"
+    env = {**os.environ, "WORK": str(work), "OUT": str(out), "NAME": "toy-gpu", "PRESET": "tiny",
+           "SET": "norm=pre", "MAX_TOKENS": "256", "WARMUP": "50", "VOCAB": "300",
+           "EXTRA": "--threads 1 --lr-scale 0.3"}
+    res = subprocess.run(["bash", str(REPO / "scripts" / "gpu_run.sh"), "0.15", str(raw)], env=env, cwd=REPO,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+
+    card = json.loads((work / "toy-gpu" / "card.json").read_text())
+    assert card["training"]["precision"] in ("fp32", "bf16")
+    assert card["training"]["steps"] > 0 and card["stopped_by"] == "max_minutes"
+    test = json.loads((out / "test.json").read_text())
+    assert test["sentences"] == 30 and 0.0 <= test["bleu"] <= 100.0
+    mfu = json.loads((out / "mfu.json").read_text())
+    assert mfu["gflops_per_target_token"] > 0 and mfu["mfu"] > 0
+    assert mfu["precision"] == card["training"]["precision"]
+
+    # the parts join into the checkpoint folder, byte for byte
+    parts = sorted(out.glob("toy-gpu.tar.part-*"))
+    assert parts and all(p.stat().st_size <= 15 * 2 ** 20 for p in parts)
+    with tarfile.open(fileobj=io.BytesIO(b"".join(p.read_bytes() for p in parts))) as tar:
+        member = tar.extractfile("toy-gpu/model.safetensors")
+        assert member.read() == (work / "toy-gpu" / "model.safetensors").read_bytes()
+    assert "gpu_run: done" in (out / "gpu_run.log").read_text()
+
+
+def test_gpu_run_explains_a_wrong_data_folder(tmp_path):
+    env = {**os.environ, "WORK": str(tmp_path / "w")}
+    res = subprocess.run(["bash", str(REPO / "scripts" / "gpu_run.sh"), "1", str(tmp_path / "nothing")], env=env,
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2
+    assert "neither prepared data" in res.stdout + res.stderr
