@@ -14,6 +14,7 @@ from app.demo import DOMAINS, domain
 from app.figures.export import FORMATS, export_problem, figure_spec, is_plotly, render
 from app.figures.style import install, readable
 from core import CheckpointError, Transformer, TranslationModel, load_checkpoint, preset
+from core.checkpoint import read_card
 from core.paths import REPO
 
 install()              # readable text in every Plotly figure built from now on (after Streamlit set its own default)
@@ -105,7 +106,7 @@ def _emergence(name: str, version: str, snapshots_version: str):
     from app.figures.training import read_probes, snapshot_steps
     from core.studies import emergence
     model = get_model(name)
-    final = emergence.model_scores(model, int((model.card.get("training") or {}).get("steps", 0)))
+    final = emergence.model_scores(model, model.card.steps)
     if model.folder is None:
         return None, [], final
     table, unreadable = emergence.snapshot_scores({"sentences": read_probes(model.folder),
@@ -123,7 +124,7 @@ def card_domain(name: str) -> str | None:
     if name == UNTRAINED:
         return None
     try:
-        return domain(json.loads((checkpoints_dir() / name / "card.json").read_text(encoding="utf-8")))
+        return domain(read_card(checkpoints_dir() / name))
     except (OSError, ValueError):
         return None
 
@@ -158,14 +159,14 @@ def sidebar(prefer_domain: str | None = None) -> None:
         if name == UNTRAINED:
             st.warning("No trained checkpoint is loaded: this model is freshly initialised, "
                        "so its attention patterns are random.")
-        elif not card.get("trained_here", True):
-            st.info(f"Imported, not trained here: {card.get('source', 'see its card')}.")
+        elif not card.trained_here:
+            st.info(f"Imported, not trained here: {card.source or 'see its card'}.")
         cfg = model.cfg
         st.caption(f"N={cfg.N} encoder / {cfg.N_dec} decoder layers, h={cfg.h} heads, d_model={cfg.d_model}")
         if name != UNTRAINED:
             st.caption(f"Trained on {DOMAINS[domain(card)][0]}: it translates such sentences best.")
-        if card.get("test"):
-            st.caption("Test: " + ", ".join(f"{k} {v}" for k, v in card["test"].items() if isinstance(v, (int, float))))
+        if card.test:
+            st.caption("Test: " + ", ".join(f"{k} {v}" for k, v in card.test.items() if isinstance(v, (int, float))))
 
 
 def plain(text: str) -> str:

@@ -7,6 +7,7 @@ Without that, the domain is guessed from the name of its training data. Pure: no
 """
 from __future__ import annotations
 
+from core.checkpoint.card import Card, as_card
 from core.studies.paper_figures import FIGURE3_SENTENCE, FIGURE45_SENTENCE
 
 # The paper's sentences (Figures 3-5) are news: they stay on offer for every model, marked when off-domain.
@@ -30,39 +31,37 @@ DOMAINS = {   # domain -> (what it is, in words; examples by label, the first is
 GUESSES = {"multi30k": "captions", "flickr": "captions", "coco": "captions"}   # a data folder's name -> domain
 
 
-def _demo(card: dict | None) -> dict:
-    demo = (card or {}).get("demo")
+def _demo(card: Card | dict | None) -> dict:
+    demo = as_card(card).demo
     return demo if isinstance(demo, dict) else {}
 
 
-def domain(card: dict | None) -> str:
+def domain(card: Card | dict | None) -> str:
     """'captions' or 'news': the card's demo domain, else guessed from the name of its training data."""
     if _demo(card).get("domain") in DOMAINS:
         return _demo(card)["domain"]
-    card = card or {}
-    data = card.get("data") if isinstance(card.get("data"), dict) else {}
-    report = data.get("prep_report") if isinstance(data.get("prep_report"), dict) else {}
-    where = f"{data.get('folder', '')} {report.get('corpus', '')} {card.get('name', '')}".lower()
+    card = as_card(card)
+    where = f"{card.data_name or ''} {card.prep_report.get('corpus', '')} {card.name}".lower()
     return next((d for key, d in GUESSES.items() if key in where), "news")
 
 
-def _listed(card: dict | None) -> list[str]:
+def _listed(card: Card | dict | None) -> list[str]:
     """The demo sentences the card lists itself (maybe none)."""
     listed = _demo(card).get("sentences")
     return [s.strip() for s in listed if isinstance(s, str) and s.strip()] if isinstance(listed, list) else []
 
 
-def demo_sentences(card: dict | None) -> list[str]:
+def demo_sentences(card: Card | dict | None) -> list[str]:
     """The sentences to show first: the card's own list, else its domain's examples; never empty."""
     return _listed(card) or list(DOMAINS[domain(card)][1].values())
 
 
-def default_sentence(card: dict | None) -> str:
+def default_sentence(card: Card | dict | None) -> str:
     """The sentence a page starts with for this checkpoint."""
     return demo_sentences(card)[0]
 
 
-def examples(card: dict | None) -> dict[str, str]:
+def examples(card: Card | dict | None) -> dict[str, str]:
     """Label -> sentence: the card's demo sentences, its domain's examples, then the paper's news sentences
     (marked when the model was trained on something else, so that a poor translation is no surprise)."""
     kind = domain(card)

@@ -21,24 +21,6 @@ def read_parallel(folder, split: str, src_lang: str = "en", tgt_lang: str = "de"
     return src, tgt
 
 
-def card_data_name(card: dict | None) -> str | None:
-    """The data folder a checkpoint's card names (card["data"]["folder"]), as written there, or None."""
-    data = (card or {}).get("data")
-    return data.get("folder") if isinstance(data, dict) else None
-
-
-def card_data_folder(card: dict | None, root) -> Path | None:
-    """The existing data folder a checkpoint's card names, relative to here or root."""
-    name = card_data_name(card)
-    if not name:
-        return None
-    path = Path(name)
-    for folder in ([path] if path.is_absolute() else [path, Path(root) / path]):
-        if folder.is_dir():
-            return folder
-    return None
-
-
 def encode_pairs(tokenizer, src_lines, tgt_lines, eos_id: int, max_tokens: int | None = None):
     """Tokenise pairs: source ids + </s>, target ids (the trainer adds <s> and </s>).
 

@@ -27,3 +27,24 @@ def shared_data(*parts: str) -> Path:
 def shared_eval(*parts: str) -> Path:
     """Evaluation-only data outside the project (never trained on), e.g. shared_eval("rwth-deen-alignment")."""
     return shared_dir().joinpath("eval", *parts)
+
+
+def portable(path) -> str:
+    """A path as a card records it: inside the project or beside it (../shared), relative to the project folder
+    ("data/wmt-en-de", "../shared/data/wmt-en-de"), so that no shipped card names this machine's folders;
+    anywhere else, absolute (it is still right on the machine that wrote it)."""
+    path = Path(path)
+    if not path.is_absolute():
+        return path.as_posix()
+    resolved = path.resolve()
+    if resolved.is_relative_to(REPO):
+        return resolved.relative_to(REPO).as_posix()
+    if resolved.is_relative_to(REPO.parent):
+        return "../" + resolved.relative_to(REPO.parent).as_posix()
+    return resolved.as_posix()
+
+
+def from_portable(text: str) -> Path:
+    """The path a card or report recorded with `portable` (absolute ones, from older cards, as they are)."""
+    path = Path(text)
+    return path if path.is_absolute() else REPO / path

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from .checkpoint.card import Card, as_card
 from .data import pad_batch
 from .model.decoding import beam_search, greedy_search
 from .tokenizer import Tokenizer, clean_text
@@ -88,10 +89,10 @@ def _unpad(arrays: list, b: int, rows: int, cols: int) -> list:
 class TranslationModel:
     """The public face of a checkpoint: load_checkpoint(folder) returns one of these."""
 
-    def __init__(self, model, tokenizer: Tokenizer, card: dict | None = None, folder=None):
+    def __init__(self, model, tokenizer: Tokenizer, card: Card | dict | None = None, folder=None):
         self.model, self.tokenizer = model.eval(), tokenizer
         self.cfg = model.cfg
-        self.card, self.folder = card or {}, folder
+        self.card, self.folder = as_card(card), folder     # card: core.checkpoint.card.Card
         # source + </s>, leaving room for an output of source length + 50 in the position table
         self.max_source_tokens = max(8, min(256, self.cfg.max_len - 51))
 

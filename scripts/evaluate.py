@@ -25,8 +25,9 @@ from tqdm import tqdm
 
 from core import CheckpointError, clean_text, load_checkpoint
 from core.checkpoint import atomic_write
-from core.data import card_data_folder, card_data_name, read_parallel
-from core.paths import REPO
+from core.checkpoint import Card, as_card, update_card
+from core.data import read_parallel
+from core.paths import REPO, from_portable, portable
 
 
 SRC, TGT = "en", "de"
@@ -51,12 +52,13 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def find_data(arg, card: dict) -> Path:
+def find_data(arg, card: Card | dict) -> Path:
     """--data, or the card's data folder (relative to here, else to the repository)."""
-    folder = Path(arg) if arg else card_data_folder(card, REPO)
+    card = as_card(card)
+    folder = Path(arg) if arg else card.data_folder(REPO)
     if folder is not None and folder.is_dir():
         return folder
-    name = arg or card_data_name(card)
+    name = arg or card.data_name
     if not name:
         raise EvalError("The checkpoint's card does not say which data it was trained on: pass --data FOLDER.")
     raise EvalError(f"The data folder '{name}' does not exist: pass --data FOLDER "
@@ -67,7 +69,7 @@ def references(data: Path, split: str, n_lines: int):
     """(lines, path) of the raw corpus' references if prep_report.json names them and they align; else (None, ours)."""
     report = data / "prep_report.json"
     try:
-        raw = Path(json.loads(report.read_text(encoding="utf-8"))["corpus"])
+        raw = from_portable(json.loads(report.read_text(encoding="utf-8"))["corpus"])
         if (raw / f"{split}.{TGT}").exists():
             refs = read_parallel(raw, split, SRC, TGT)[1]
             if len(refs) == n_lines:
@@ -120,16 +122,13 @@ def evaluate(args) -> dict:
     seconds = time.time() - t0
     bleu, chrf = BLEU(), CHRF()
     b, c = bleu.corpus_score(hyps, [refs]), chrf.corpus_score(hyps, [refs])
-    result = {"split": args.split, "data": str(data), "references": str(ref_path),
+    result = {"split": args.split, "data": portable(data), "references": portable(ref_path),
               "sentences": len(sources), "bleu": round(b.score, 2), "chrf": round(c.score, 2),
               "bleu_signature": str(bleu.get_signature()), "chrf_signature": str(chrf.get_signature()),
               "bleu_detail": str(b), "beam": args.beam, "alpha": args.alpha, "seconds": round(seconds, 1),
               "device": str(device)}
     atomic_write(folder / f"translations.{args.split}.{TGT}", "".join(h + "\n" for h in hyps))
-    card_path = folder / "card.json"      # re-read: the card may have changed while we decoded
-    card = json.loads(card_path.read_text(encoding="utf-8")) if card_path.exists() else {}
-    card[args.split] = result
-    atomic_write(card_path, json.dumps(card, indent=2, ensure_ascii=False))
+    update_card(folder, **{args.split: result})      # re-reads: the card may have changed while we decoded
     return result
 
 

@@ -30,7 +30,8 @@ from tqdm import tqdm
 
 from core import CheckpointError, load_checkpoint
 from core.studies import alignment as al
-from core.checkpoint import atomic_write
+from core.checkpoint import atomic_write, read_card, update_card
+from core.paths import portable
 
 
 TOKENIZED = "as_tokenized_result"      # card["alignment"][TOKENIZED]: the summary of an --as-tokenized run
@@ -55,18 +56,15 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def update_card(folder: Path, result: dict, as_tokenized: bool) -> None:
+def record_alignment(folder: Path, result: dict, as_tokenized: bool) -> None:
     """Set card["alignment"] (or its "as_tokenized" part) and nothing else; re-read first, write atomically."""
-    path = folder / "card.json"
-    card = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    old = read_card(folder).alignment or {}
     entry = {k: v for k, v in result.items() if k != "heads"}          # the full list lives in --json
     if as_tokenized:
-        card.setdefault("alignment", {})[TOKENIZED] = {k: entry[k] for k in SUMMARY}
-    else:
-        if TOKENIZED in card.get("alignment", {}):                     # keep the other way's summary
-            entry[TOKENIZED] = card["alignment"][TOKENIZED]
-        card["alignment"] = entry
-    atomic_write(path, json.dumps(card, indent=2, ensure_ascii=False))
+        entry = {**old, TOKENIZED: {k: entry[k] for k in SUMMARY}}
+    elif TOKENIZED in old:                                             # keep the other way's summary
+        entry[TOKENIZED] = old[TOKENIZED]
+    update_card(folder, alignment=entry)
 
 
 def percent(x) -> str:
@@ -100,13 +98,13 @@ def run(args) -> dict:
     with tqdm(total=len(pairs), unit="pair", disable=args.no_progress, dynamic_ncols=True) as bar:
         ev = al.evaluate(tm, pairs, args.as_tokenized, args.method, args.threshold,
                          progress=lambda done, total: bar.update(done - bar.n))
-    result = {"checkpoint": folder.name, "gold": str(Path(args.gold).resolve()),
+    result = {"checkpoint": folder.name, "gold": portable(args.gold),
               "direction": "English (gold src.en) is the model's source, German (tgt.de) its target",
               "as_tokenized": args.as_tokenized, **al.report(ev, args.method, args.threshold)}
     if args.json:
         atomic_write(Path(args.json), json.dumps(result, indent=2, ensure_ascii=False))
     if not args.no_card and not args.limit:
-        update_card(folder, result, args.as_tokenized)
+        record_alignment(folder, result, args.as_tokenized)
     return result
 
 

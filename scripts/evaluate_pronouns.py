@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from core import CheckpointError, load_checkpoint
-from core.checkpoint import atomic_write
+from core.checkpoint import atomic_write, update_card
 from core.studies.pronouns import PRONOUN_SET, evaluate, load_pronoun_set, summarize
 
 
@@ -37,14 +37,6 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def update_card(folder: Path, key: str, value) -> None:
-    """Set one key of folder/card.json, re-read just before writing (others may have changed the card)."""
-    path = folder / "card.json"
-    card = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    card[key] = value
-    atomic_write(path, json.dumps(card, indent=2, ensure_ascii=False))
-
-
 def run(args) -> dict:
     """Evaluate, write the card (and --json); returns the summary."""
     folder = Path(args.checkpoint)
@@ -58,7 +50,7 @@ def run(args) -> dict:
     summary = {**summarize(results), "set": Path(args.probe_set).name, "seconds": round(time.time() - t0, 1),
                "method": "contrastive: log P(right German) > log P(same sentence, other possessive or pronoun)"}
     if not args.no_card:
-        update_card(folder, "pronouns", summary)
+        update_card(folder, pronouns=summary)
     if args.json:
         atomic_write(args.json, json.dumps({"checkpoint": str(folder), "summary": summary, "items": results},
                                            indent=2, ensure_ascii=False))

@@ -71,7 +71,7 @@ def main(argv=None) -> int:
     except CheckpointError as e:
         print(f"Cannot load the checkpoint: {e}", file=sys.stderr)
         return 2
-    label = model.card.get("name") or Path(args.checkpoint).resolve().name
+    label = model.card.name or Path(args.checkpoint).resolve().name
     try:
         figures, summary = build(model, label, not args.pieces, args.figures)
     except ValueError as e:

@@ -26,7 +26,9 @@ from safetensors.torch import load as st_load
 
 from core import (CheckpointError, Tokenizer, Transformer, TransformerConfig,
                   load_checkpoint, save_checkpoint)
+from core.checkpoint import Card
 from core.model.layers import sinusoidal_table
+from core.paths import portable
 
 PICKLES = ("pytorch_model*.bin", "*.pt", "*.pth", "*.pkl", "*.pickle", "*.ckpt")
 NEEDED = ("config.json", "source.spm", "target.spm", "vocab.json")
@@ -249,14 +251,15 @@ def import_marian(hf_dir, out_dir, dtype: torch.dtype = torch.float16, source: s
     model = Transformer(cfg)
     model.load_state_dict({k: v.float() for k, v in convert_weights(state, cfg).items()}, strict=False)
     source = source or guess_source(hf_dir, hf)
-    card = {"name": out_dir.name, "trained_here": False,
-            "source": f"{source} (Marian), imported by scripts/import_marian.py",
-            "imported_from": {"folder": str(hf_dir), "model.safetensors sha256": hashlib.sha256(raw).hexdigest()},
-            "weights_dtype": str(dtype).replace("torch.", ""),
-            "original_config": hf, "original_generation_config": generation or None}
+    card = Card(name=out_dir.name, trained_here=False,
+                source=f"{source} (Marian), imported by scripts/import_marian.py",
+                extra={"imported_from": {"folder": portable(hf_dir),
+                                         "model.safetensors sha256": hashlib.sha256(raw).hexdigest()},
+                       "weights_dtype": str(dtype).replace("torch.", ""),
+                       "original_config": hf, "original_generation_config": generation or None})
     if source.startswith("Helsinki-NLP/"):
-        card["credit"] = ("OPUS-MT by the Language Technology Research Group at the University of Helsinki "
-                          "(Tiedemann & Thottingal 2020), CC-BY 4.0")
+        card.credit = ("OPUS-MT by the Language Technology Research Group at the University of Helsinki "
+                       "(Tiedemann & Thottingal 2020), CC-BY 4.0")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.", suffix=".tmp"))
     try:

@@ -23,7 +23,8 @@ import sys
 import unicodedata
 from collections import Counter
 from pathlib import Path
-from core.paths import shared_data
+
+from core.paths import portable, shared_data
 
 DEFAULT_CORPUS = shared_data("wmt-en-de")
 SPLITS = ("train", "valid", "test")
@@ -256,7 +257,7 @@ def prepare(corpus: Path, out: Path, vocab_size: int = 8000, max_len: int = 250,
     model = train_spm([out / "train.en", out / "train.de"], out, vocab_size, spm_sample)
     sp = spm.SentencePieceProcessor(model_file=str(model))
     report = {
-        "corpus": str(corpus.resolve()),
+        "corpus": portable(corpus),   # relative to the project: no machine paths in cards
         "settings": {"vocab_size": vocab_size, "max_len": max_len, "max_len_unit": "words",
                      "ratio": ratio, "ratio_unit": "characters", "ratio_min_chars": RATIO_MIN_CHARS,
                      "spm_sample": spm_sample, "model_type": "bpe", "character_coverage": 0.9999,

@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from core.checkpoint import atomic_write
+from core.checkpoint import atomic_write, read_card, update_card
 from core.training.schedule import describe_cooldown
 
 
@@ -100,13 +100,10 @@ def main(argv=None):
     path = Path(a.checkpoint) / "card.json"
     if not path.exists():
         sys.exit(f"error: {path} does not exist")
-    card = json.loads(path.read_text(encoding="utf-8"))
-    if a.notes:
-        card["notes"] = a.notes
-        atomic_write(path, json.dumps(card, indent=2, ensure_ascii=False))
+    card = update_card(a.checkpoint, notes=a.notes) if a.notes else read_card(a.checkpoint)
     config_path = Path(a.checkpoint) / "config.json"
     config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.exists() else None
-    atomic_write(Path(a.checkpoint) / "CARD.md", card_markdown(card, config))
+    atomic_write(Path(a.checkpoint) / "CARD.md", card_markdown(card.to_dict(), config))
     print(f"wrote {Path(a.checkpoint) / 'CARD.md'}")
 
 

@@ -13,6 +13,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core.checkpoint.card import Card, as_card
 from core.studies.paper_figures import LINK_FACTOR
 
 SNAPSHOT = re.compile(r"step_(\d+)\.npz$")
@@ -90,22 +91,23 @@ def _hours(seconds) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
-def training_pairs(card: dict) -> int | None:
+def training_pairs(card: Card) -> int | None:
     """Number of training sentence pairs, from the data preparation report in the card."""
     try:
-        return int(card["data"]["prep_report"]["splits"]["train"]["pairs_out"])
+        return int(card.prep_report["splits"]["train"]["pairs_out"])
     except (KeyError, TypeError, ValueError):
         return None
 
 
-def describe_model(card: dict, cfg) -> str:
+def describe_model(card: Card | dict | None, cfg) -> str:
     """One plain sentence on what this model is and how it was trained, from its card and config."""
+    card = as_card(card)
     sizes = (f"{cfg.N} encoder / {cfg.N_dec} decoder layers, {cfg.h} heads, d_model {cfg.d_model}")
-    if not card or card.get("trained_here") is False and "training" not in card:
-        note = card.get("note") or card.get("source") or "not trained here"
-        return f"{card.get('name', 'This model')} ({sizes}): {note}."
-    t = card.get("training", {})
-    parts = [f"{card.get('name', 'This model')} ({sizes}) was trained here"]
+    if card.trained_here is False and not card.training:
+        note = card.note or card.source or "not trained here"
+        return f"{card.name} ({sizes}): {note}."
+    t = card.training
+    parts = [f"{card.name} ({sizes}) was trained here"]
     pairs = training_pairs(card)
     if pairs:
         parts.append(f"on {pairs:,} sentence pairs")
@@ -118,24 +120,24 @@ def describe_model(card: dict, cfg) -> str:
     return " ".join(parts) + "."
 
 
-def card_facts(card: dict, folder=None) -> dict[str, str]:
+def card_facts(card: Card | dict | None, folder=None) -> dict[str, str]:
     """The card's main facts as label -> short text, for st.metric; missing facts are left out."""
-    facts = {}
-    if card.get("parameters"):
-        facts["Parameters"] = f"{card['parameters'] / 1e6:.1f} M"
+    card, facts = as_card(card), {}
+    if card.parameters:
+        facts["Parameters"] = f"{card.parameters / 1e6:.1f} M"
     weights = Path(folder) / "model.safetensors" if folder else None
     if weights is not None and weights.exists():
         facts["Weights file"] = f"{weights.stat().st_size / 2**20:.1f} MiB"
-    t = card.get("training", {})
+    t = card.training
     if t.get("steps"):
         facts["Steps"] = f"{t['steps']:,}"
     if t.get("wall_time_s"):
         facts["Training time"] = _hours(t["wall_time_s"])
-    test = card.get("test") or {}
+    test = card.test or {}
     for key in ("bleu", "chrf"):
         if isinstance(test.get(key), (int, float)):
             facts[f"Test {key.upper() if key == 'bleu' else 'chrF'}"] = f"{test[key]:.1f}"
-    dev = card.get("dev_last") or {}
+    dev = card.dev_last or {}
     if isinstance(dev.get("bleu"), (int, float)):
         facts["Dev BLEU (last)"] = f"{dev['bleu']:.1f}"
     if isinstance(dev.get("ppl"), (int, float)):

@@ -59,7 +59,7 @@ st.caption("Does a head of the encoder-decoder attention link each German word w
 st.markdown(AER_TEXT)
 
 pairs, why = gold_pairs(gold_folder())
-card = (model.card or {}).get("alignment") or {}
+card = model.card.alignment or {}
 best = card.get("selected") or {}
 if st.session_state.get("al_for") != name:        # a checkpoint (newly) picked: start on its best head
     st.session_state.update(al_for=name, al_layer=best.get("layer", 1), al_head=best.get("head", 1),

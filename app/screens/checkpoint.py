@@ -22,16 +22,16 @@ facts = list(card_facts(card, folder).items())
 for row in range(0, len(facts), 4):                     # four facts to a row
     for col, (label, value) in zip(st.columns(4), facts[row: row + 4]):
         col.metric(label, value)
-test = card.get("test") or {}
+test = card.test or {}
 if test.get("bleu_signature"):
     st.caption(f"BLEU signature: `{test['bleu_signature']}`")
-t = card.get("training") or {}
+t = card.training
 if t:
     shown = ("preset", "max_tokens", "warmup", "lr_scale", "accum", "clip", "overrides")
     st.caption("Training settings: " + ", ".join(f"{k} {v}" for k, v in t.items() if k in shown)
                + (f"; {describe_cooldown(t['cooldown'])}" if t.get("cooldown") else ""))
 with st.expander("The whole card (card.json) and config (config.json)"):
-    st.json(card or {"note": "this model has no card"}, expanded=1)
+    st.json(card.to_dict(), expanded=1)
     st.json(json.loads(model.cfg.to_json()), expanded=False)
 
 st.header("Training curves")

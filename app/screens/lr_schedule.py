@@ -33,7 +33,7 @@ if steps is None or steps.empty or "lr" not in steps:
     st.info(f"'{name}' has no training log (train_log.jsonl): it was not trained here, or not yet, "
             "so there is no learning rate or loss to show.")
     st.stop()
-t = model.card.get("training", {})
+t = model.card.training
 run_warmup, run_scale = t.get("warmup"), t.get("lr_scale", 1.0)
 if run_warmup:
     st.write(f"This run used d_model {model.cfg.d_model}, warmup {run_warmup:,} and the formula multiplied by "

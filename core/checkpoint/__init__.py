@@ -1,9 +1,12 @@
-"""Reading and writing checkpoint folders: weights and config (folder.py), the atomic write (atomic.py).
+"""Reading and writing checkpoint folders: weights and config (folder.py), the model card (card.py), attention
+snapshots (snapshots.py) and the one atomic write (atomic.py).
 
 A checkpoint is a folder of model.safetensors, config.json, the SentencePiece model(s) and card.json; never pickles.
 """
 from .atomic import atomic_write, write_json
+from .card import Card, as_card, read_card, update_card, write_card
 from .folder import CheckpointError, load_checkpoint, load_model, save_checkpoint, unique_state_dict
 
-__all__ = ["atomic_write", "write_json", "CheckpointError", "load_checkpoint", "load_model", "save_checkpoint",
+__all__ = ["atomic_write", "write_json", "Card", "as_card", "read_card", "update_card", "write_card",
+           "CheckpointError", "load_checkpoint", "load_model", "save_checkpoint",
            "unique_state_dict"]

@@ -15,6 +15,7 @@ from core.model.transformer import Transformer
 from core.tokenizer import Tokenizer
 
 from .atomic import atomic_write
+from .card import Card, as_card, read_card, write_card
 
 
 class CheckpointError(Exception):
@@ -32,7 +33,7 @@ def unique_state_dict(model: torch.nn.Module) -> dict:
     return out
 
 
-def save_checkpoint(folder, model: Transformer, tokenizer: Tokenizer | None = None, card: dict | None = None,
+def save_checkpoint(folder, model: Transformer, tokenizer: Tokenizer | None = None, card: Card | dict | None = None,
                     dtype: torch.dtype = torch.float16) -> Path:
     """Write weights (fp16 by default), config, tokenizer and card into `folder`, each file atomically."""
     folder = Path(folder)
@@ -44,7 +45,7 @@ def save_checkpoint(folder, model: Transformer, tokenizer: Tokenizer | None = No
     if tokenizer is not None:
         tokenizer.save(folder)
     if card is not None:
-        atomic_write(folder / "card.json", json.dumps(card, indent=2, ensure_ascii=False))
+        write_card(folder, as_card(card))
     return folder
 
 
@@ -103,5 +104,8 @@ def load_checkpoint(folder, device="cpu"):
     if len(tokenizer) != model.cfg.vocab_size:
         raise CheckpointError(f"{folder}: the tokenizer has {len(tokenizer)} pieces but the model expects "
                               f"{model.cfg.vocab_size}: they do not belong together.")
-    card = _read_json(folder / "card.json", "the model card") if (folder / "card.json").exists() else {}
+    try:
+        card = read_card(folder)
+    except ValueError as e:
+        raise CheckpointError(f"{e}. The model card may be damaged.") from None
     return TranslationModel(model, tokenizer, card, folder)

@@ -16,7 +16,7 @@ import sacrebleu
 
 from .analysis import load_neutral
 from core.paths import REPO
-from core.data import card_data_folder, read_parallel
+from core.data import read_parallel
 
 
 
@@ -79,7 +79,7 @@ def dev_slice(tm, n: int = 40, name: str | None = None, root=None):
     otherwise the built-in probe sentences with our own German translations.
     """
     root = Path(root) if root else REPO
-    folders = [card_data_folder(tm.card, root)] + ([root / "data" / name] if name else [])
+    folders = [tm.card.data_folder(root)] + ([root / "data" / name] if name else [])
     for folder in filter(None, folders):
         try:
             src, tgt = read_parallel(folder, "valid")

@@ -18,6 +18,7 @@ import numpy as np
 from scipy.optimize import brentq
 from threadpoolctl import threadpool_limits
 
+from core.checkpoint.card import Card, as_card
 from core.tokenizer import WORD_START, display_pieces
 from core.views import SPECIALS, check_kind, side_tokens
 
@@ -52,7 +53,7 @@ def read_corpus(folder, split: str = "valid", n: int = SAMPLE_SIZE) -> list[dict
     return pairs[:n]
 
 
-def checkpoint_sample(folder, card: dict | None, n: int = SAMPLE_SIZE) -> tuple[list[dict], str]:
+def checkpoint_sample(folder, card: Card | dict | None, n: int = SAMPLE_SIZE) -> tuple[list[dict], str]:
     """The sentences of this view for a checkpoint: its shipped qk_sample.jsonl, else the dev split of the
     corpus its card names (when that folder is on this machine), else ([], "")."""
     if folder is not None and (Path(folder) / SAMPLE_FILE).exists():
@@ -62,10 +63,8 @@ def checkpoint_sample(folder, card: dict | None, n: int = SAMPLE_SIZE) -> tuple[
                 return pairs, about or f"{len(pairs)} sentences shipped with the checkpoint"
         except (OSError, ValueError):
             pass                                  # an unreadable sample: try the corpus
-    data = (card or {}).get("data")
-    report = data.get("prep_report") if isinstance(data, dict) else None
-    corpus = report.get("corpus") if isinstance(report, dict) else None
-    if isinstance(corpus, str) and Path(corpus, "valid.en").exists():
+    corpus = as_card(card).corpus
+    if corpus is not None and (corpus / "valid.en").exists():
         try:
             return read_corpus(corpus, "valid", n), f"the first {n} dev sentences of {corpus}"
         except (OSError, UnicodeDecodeError):

@@ -7,7 +7,8 @@ from pathlib import Path
 from safetensors.torch import load_file, save as st_save
 
 from core import Transformer, load_model, save_checkpoint
-from core.checkpoint import atomic_write, unique_state_dict
+from core.checkpoint import atomic_write, read_card, unique_state_dict
+from core.paths import portable
 
 from .run import epochs_done, hardware, stop_reason
 from .state import save_state
@@ -27,15 +28,14 @@ def warm_start(folder, model, run: Path, rewarm: int) -> dict:
         raise SystemExit(f"--init-from {folder}: its config differs from this run's (checkpoint, run): {diff}; "
                          "use the same --preset and --set options")
     model.load_state_dict(src.state_dict())
-    card = json.loads((folder / "card.json").read_text()) if (folder / "card.json").exists() else {}
-    tr = card.get("training", {})
+    tr = read_card(folder).training
     step = int(tr.get("steps", 0))
     if (folder / "train_log.jsonl").exists() and not (run / "train_log.jsonl").exists():
         atomic_write(run / "train_log.jsonl", (folder / "train_log.jsonl").read_bytes())
     return {"step": step, "epoch": int(tr.get("epochs", 0)) + 1, "pos": 0,   # a new shuffle, not the one it was in
             "elapsed_s": float(tr.get("wall_time_s", 0.0)), "tokens": int(tr.get("target_tokens", 0)),
             "best_bleu": None,
-            "init": {"from": str(folder), "step": step, "rewarm": rewarm, "optimizer": "fresh Adam"}}
+            "init": {"from": portable(folder), "step": step, "rewarm": rewarm, "optimizer": "fresh Adam"}}
 
 def save_all(run: Path, model, opt, sched, info, keep: int) -> None:
     """Resume state, plus a weights-only save for averaging (the last `keep` are kept)."""
@@ -67,29 +67,23 @@ def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: in
     model.load_state_dict(average_saves(saves), strict=False)
     out = Path(args.out)
     prep = Path(args.data) / "prep_report.json"
-    card = {}
-    if (out / "card.json").exists():
-        card = json.loads((out / "card.json").read_text())
+    card = read_card(out)            # the notes, demo and recipe of an earlier export stay
     # scores of scripts/evaluate.py, evaluate_pronouns.py, ... belong to the weights being replaced
-    for key in ("test", "valid", "pronouns", "alignment"):
-        card.pop(key, None)
+    card.test = card.valid = card.pronouns = card.alignment = None
     hw = device if isinstance(device, str) else hardware(device)   # a string: the training run's, from run.json
-    card.update({
-        "name": out.name, "trained_here": True,
-        "data": {"folder": str(args.data), "prep_report": json.loads(prep.read_text()) if prep.exists() else None},
-        "training": {"preset": args.preset, "steps": info["step"], "epochs": epochs_done(info),
+    card.name, card.trained_here, card.parameters = out.name, True, n_params
+    card.data = {"folder": portable(args.data), "prep_report": json.loads(prep.read_text()) if prep.exists() else None}
+    card.training = {"preset": args.preset, "steps": info["step"], "epochs": epochs_done(info),
                      "target_tokens": info["tokens"], "wall_time_s": round(info["elapsed_s"], 1),
                      "hardware": hw, "processes": world, "max_tokens": args.max_tokens,
                      "accum": args.accum, "warmup": args.warmup, "lr_scale": args.lr_scale, "clip": args.clip,
                      "cooldown": _cooldown(args),
                      "precision": getattr(args, "precision_used", None), "warm_start": info.get("init"),
                      "overrides": list(args.set or []),
-                     "averaged_saves": [p.name for p in saves]},
-        "parameters": n_params,
-        "dev_last": info.get("last_valid"), "dev_best_bleu": info.get("best_bleu"),
-        "dev_best_bleu_step": info.get("best_bleu_step"),
-        "stopped_by": stop_reason(args, info, epochs_done(info), info["elapsed_s"]),
-    })
+                     "averaged_saves": [p.name for p in saves]}
+    card.dev_last, card.dev_best_bleu = info.get("last_valid"), info.get("best_bleu")
+    card.dev_best_bleu_step = info.get("best_bleu_step")
+    card.stopped_by = stop_reason(args, info, epochs_done(info), info["elapsed_s"])
     save_checkpoint(out, model, tokenizer, card)
     if (run / "train_log.jsonl").exists():
         atomic_write(out / "train_log.jsonl", (run / "train_log.jsonl").read_bytes())

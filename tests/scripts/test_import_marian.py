@@ -103,9 +103,9 @@ def test_config_and_card(marian):
     assert (cfg.pad_id, cfg.bos_id, cfg.eos_id) == (hf.config.pad_token_id, hf.config.pad_token_id, 0)
     assert cfg.pe_layout == "concat" and cfg.final_logits_bias and cfg.forbid_pad_output and cfg.norm == "post"
     assert cfg.share_embeddings == hf.config.share_encoder_decoder_embeddings and cfg.max_len == 128
-    assert tm.card["trained_here"] is False
-    assert tm.card["source"] == "Helsinki-NLP/opus-mt-en-de (Marian), imported by scripts/import_marian.py"
-    assert tm.card["original_config"] == json.loads((hf_dir / "config.json").read_text())
+    assert tm.card.trained_here is False
+    assert tm.card.source == "Helsinki-NLP/opus-mt-en-de (Marian), imported by scripts/import_marian.py"
+    assert tm.card.extra["original_config"] == json.loads((hf_dir / "config.json").read_text())
 
 
 @pytest.mark.parametrize("tgt", [TARGET, None])

@@ -15,7 +15,7 @@ import torch
 from safetensors.torch import load_file
 
 from core import Tokenizer, load_checkpoint, load_model
-from core.checkpoint import unique_state_dict
+from core.checkpoint import atomic, unique_state_dict
 from core.data import encode_pairs, read_parallel, token_batches
 from scripts import average_checkpoints, evaluate, train, write_card
 from core.training.state import read_info
@@ -95,12 +95,12 @@ def test_training_lowers_the_loss_and_exports(trained):
         assert all(0.0 <= x <= 1.0 for x in v["pronouns"].values())
     tm = load_checkpoint(out)                                            # the export is a loadable checkpoint
     saves = sorted(p.name for p in (run / "saves").glob("step_*.safetensors"))
-    assert tm.card["training"]["steps"] == 150 and tm.card["training"]["averaged_saves"] == saves
+    assert tm.card.training["steps"] == 150 and tm.card.training["averaged_saves"] == saves
     assert len(saves) == 3
     info = read_info(run / "state.safetensors")                          # epochs counted with their fraction
     assert 0 < info["pos"] < info["epoch_batches"]
-    assert tm.card["training"]["epochs"] == round(info["epoch"] + info["pos"] / info["epoch_batches"], 2)
-    assert tm.card["training"]["epochs"] != int(tm.card["training"]["epochs"])
+    assert tm.card.training["epochs"] == round(info["epoch"] + info["pos"] / info["epoch_batches"], 2)
+    assert tm.card.training["epochs"] != int(tm.card.training["epochs"])
     assert sorted(p.name for p in (out / "snapshots").glob("step_*.npz")) == ["step_0000075.npz", "step_0000150.npz"]
 
 
@@ -163,7 +163,8 @@ def test_evaluate_scores_are_sacrebleus(trained, corpus, capsys, monkeypatch):
     raw, data = corpus
     written = []
     real_write = evaluate.atomic_write
-    monkeypatch.setattr(evaluate, "atomic_write", lambda p, d: (written.append(Path(p).name), real_write(p, d)))
+    for module in (evaluate, atomic):                                     # the script's writes and the card's
+        monkeypatch.setattr(module, "atomic_write", lambda p, d: (written.append(Path(p).name), real_write(p, d)))
     assert evaluate.main([str(ckpt), "--no-progress", "--batch-size", "8", "--threads", "1"]) == 0
     printed = json.loads(capsys.readouterr().out)
     card = json.loads((ckpt / "card.json").read_text())

@@ -27,7 +27,7 @@ def test_fp32_round_trip_is_exact(saved, translation_model):
     loaded = core.load_checkpoint(saved)
     assert isinstance(loaded, core.TranslationModel)
     assert loaded.cfg == translation_model.cfg
-    assert loaded.card == {"name": "tiny", "note": "Grüße"}
+    assert loaded.card.to_dict() == {"name": "tiny", "note": "Grüße"}
     assert loaded.model.generator.weight is loaded.model.src_embed.weight      # still tied
     src, tgt = _inputs()
     with torch.no_grad():
