@@ -5,8 +5,9 @@ A checkpoint is a folder of model.safetensors, config.json, the SentencePiece mo
 """
 from .atomic import atomic_write, write_json
 from .card import Card, as_card, read_card, update_card, write_card
+from .jsonl import read_jsonl
 from .folder import CheckpointError, load_checkpoint, load_model, save_checkpoint, unique_state_dict
 
 __all__ = ["atomic_write", "write_json", "Card", "as_card", "read_card", "update_card", "write_card",
-           "CheckpointError", "load_checkpoint", "load_model", "save_checkpoint",
+           "read_jsonl", "CheckpointError", "load_checkpoint", "load_model", "save_checkpoint",
            "unique_state_dict"]

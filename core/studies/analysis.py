@@ -20,13 +20,13 @@ The scores (A = one head's map of one sentence, i, j = query, key positions in p
 """
 from __future__ import annotations
 
-import json
 import unicodedata
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from core.checkpoint.jsonl import read_jsonl
 from core.tokenizer import piece_byte, word_ids
 from core.views import attention_view, to_words
 
@@ -49,14 +49,12 @@ LOW_FIRST = {"entropy", "entropy_norm"}          # for these, the interesting he
 def load_anaphora(path=None) -> list[dict]:
     """The annotated pronoun set: dicts with text, pronoun, pronoun_index, antecedent, antecedent_index
     (word indices)."""
-    path = Path(path) if path else PROBES / "anaphora_en.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return read_jsonl(Path(path) if path else PROBES / "anaphora_en.jsonl")
 
 
 def load_neutral(path=None) -> list[dict]:
     """News and parliament probe sentences with our own German translations: dicts with en, de."""
-    path = Path(path) if path else PROBES / "neutral_en_de.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return read_jsonl(Path(path) if path else PROBES / "neutral_en_de.jsonl")
 
 
 def is_punctuation(piece: str) -> bool:

@@ -8,7 +8,6 @@ Müller et al. 2018). A model that always writes sein- scores about 50% overall 
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .paper_figures import locate_words
+from core.checkpoint.jsonl import read_jsonl
 from core.tokenizer import WORD_START, clean_text
 
 PRONOUN_SET = Path(__file__).parent / "probes" / "pronouns_en_de.jsonl"
@@ -67,13 +67,9 @@ def distance_bin(d: int) -> str:
 def load_pronoun_set(path=PRONOUN_SET) -> list[dict]:
     """The items of a JSON-lines pronoun set, each with its word distance added; ValueError on a bad line."""
     items = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}, line {n}: not valid JSON ({e})") from None
+    for n, item in read_jsonl(path, numbered=True):
+        if not isinstance(item, dict):
+            raise ValueError(f"{path}, line {n}: not a JSON object")
         missing = [f for f in FIELDS if not isinstance(item.get(f), str) or not item[f]]
         if missing:
             raise ValueError(f"{path}, line {n}: missing or empty {', '.join(missing)}")

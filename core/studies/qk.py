@@ -10,7 +10,6 @@ Pure numpy (and scikit-learn for t-SNE): no Streamlit here.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from scipy.optimize import brentq
 from threadpoolctl import threadpool_limits
 
 from core.checkpoint.card import Card, as_card
+from core.checkpoint.jsonl import read_jsonl
 from core.tokenizer import WORD_START, display_pieces
 from core.views import SPECIALS, check_kind, side_tokens
 
@@ -35,8 +35,8 @@ TSNE_MAX_POINTS = 2000
 def read_sample(path, n: int = SAMPLE_SIZE) -> tuple[list[dict], str]:
     """A qk_sample.jsonl -> ([{"src", "tgt"}], what it is). Its first line may describe it ({"sample": ...})."""
     pairs, about = [], ""
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        row = json.loads(line) if line.strip() else {}
+    for row in read_jsonl(path):
+        row = row if isinstance(row, dict) else {}
         if isinstance(row.get("src"), str) and row["src"].strip():
             tgt = row.get("tgt")
             pairs.append({"src": row["src"], "tgt": tgt if isinstance(tgt, str) and tgt.strip() else None})
