@@ -25,6 +25,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import NamedTuple
+from core.checkpoint.atomic import atomic_open
 from core.paths import REPO
 
 DEFAULT_BASE_URL = "https://www.statmt.org"
@@ -171,12 +172,10 @@ def assemble(raw: Path, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     for split, pairs in LAYOUT.items():
         for i, lang in enumerate(("en", "de")):
-            tmp = out / f"{split}.{lang}.tmp"
-            with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            with atomic_open(out / f"{split}.{lang}", "w", newline="\n") as f:
                 for pair in pairs:
                     # A "\r" inside a line would split it for tools that read universal newlines.
                     f.writelines(s.replace("\r", " ") + "\n" for s in _sentences(raw / pair[i]))
-            os.replace(tmp, out / f"{split}.{lang}")
     return out
 
 

@@ -13,13 +13,11 @@ card.json under card[<split>] and are printed as JSON.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from pathlib import Path
 
-import torch
 from sacrebleu.metrics import BLEU, CHRF
 from tqdm import tqdm
 
@@ -28,6 +26,7 @@ from core.checkpoint import atomic_write
 from core.checkpoint import Card, as_card, update_card
 from core.data import read_parallel
 from core.paths import REPO, from_portable, portable
+from scripts import cli
 
 
 SRC, TGT = "en", "de"
@@ -38,17 +37,17 @@ class EvalError(Exception):
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("checkpoint", help="checkpoint folder (model.safetensors, config.json, spm.model, card.json)")
+    p = cli.parser(__doc__)
+    cli.add_checkpoint(p)
     p.add_argument("--data", help="folder with <split>.en/.de (default: the card's data folder)")
     p.add_argument("--split", default="test", choices=["test", "valid"])
     p.add_argument("--beam", type=int, default=4, help="beam size (1: greedy)")
     p.add_argument("--alpha", type=float, default=0.6, help="length penalty exponent")
     p.add_argument("--limit", type=int, default=0, help="only the first N sentences (0: all)")
     p.add_argument("--batch-size", type=int, default=32, help="sentences decoded together")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
-    p.add_argument("--no-progress", action="store_true")
+    cli.add_device(p)
+    cli.add_threads(p)
+    cli.add_progress(p)
     return p.parse_args(argv)
 
 
@@ -98,12 +97,8 @@ def evaluate(args) -> dict:
     folder = Path(args.checkpoint)
     if args.beam < 1 or args.batch_size < 1 or args.limit < 0:
         raise EvalError("--beam and --batch-size must be at least 1, and --limit cannot be negative.")
-    device = "cuda" if args.device == "auto" and torch.cuda.is_available() else \
-        ("cpu" if args.device == "auto" else args.device)
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise EvalError("--device cuda was asked for, but this PyTorch sees no GPU: use --device cpu.")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    device = cli.pick_device(args.device)
+    cli.set_threads(args.threads)
     tm = load_checkpoint(folder, device)
     data = find_data(args.data, tm.card)
     try:
@@ -136,7 +131,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     try:
         result = evaluate(args)
-    except (EvalError, CheckpointError) as e:
+    except (EvalError, cli.UsageError, CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(json.dumps(result, indent=2, ensure_ascii=False))

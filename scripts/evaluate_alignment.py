@@ -20,18 +20,17 @@ the full list of heads.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
-import torch
 from tqdm import tqdm
 
 from core import CheckpointError, load_checkpoint
 from core.studies import alignment as al
 from core.checkpoint import atomic_write, read_card, update_card
 from core.paths import portable
+from scripts import cli
 
 
 TOKENIZED = "as_tokenized_result"      # card["alignment"][TOKENIZED]: the summary of an --as-tokenized run
@@ -40,8 +39,8 @@ SUMMARY = ("pairs", "scored", "skipped", "shared_piece_pairs", "selected", "best
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("checkpoint", help="checkpoint folder (model.safetensors, config.json, spm.model, card.json)")
+    p = cli.parser(__doc__)
+    cli.add_checkpoint(p)
     p.add_argument("--gold", default=str(al.DEFAULT_GOLD),
                    help="folder with src.en, tgt.de and gold.talp (English index first); default: %(default)s")
     p.add_argument("--json", help="write the full result (every head) to this file")
@@ -51,8 +50,8 @@ def parse_args(argv=None):
     p.add_argument("--threshold", type=float, default=0.5, help="with --method threshold: the smallest weight linked")
     p.add_argument("--limit", type=int, default=0, help="only the first N pairs (0: all); the card is then left alone")
     p.add_argument("--no-card", action="store_true", help="do not write the result into card.json")
-    p.add_argument("--threads", type=int, default=1, help="CPU threads (one sentence at a time: 1 is usually fastest)")
-    p.add_argument("--no-progress", action="store_true")
+    cli.add_threads(p, default=1, help="CPU threads (one sentence at a time: 1 is usually fastest)")
+    cli.add_progress(p)
     return p.parse_args(argv)
 
 
@@ -90,7 +89,7 @@ def describe(r: dict) -> str:
 def run(args) -> dict:
     if args.limit < 0 or args.threads < 1:
         raise al.AlignmentError("--limit cannot be negative and --threads must be at least 1.")
-    torch.set_num_threads(args.threads)
+    cli.set_threads(args.threads)
     folder = Path(args.checkpoint)
     tm = load_checkpoint(folder)
     pairs = al.read_gold(args.gold)

@@ -12,27 +12,25 @@ A model that always writes sein- scores about 50% overall and 0% on feminine ant
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from pathlib import Path
 
-import torch
-
 from core import CheckpointError, load_checkpoint
 from core.checkpoint import atomic_write, update_card
 from core.studies.pronouns import PRONOUN_SET, evaluate, load_pronoun_set, summarize
+from scripts import cli
 
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("checkpoint", help="checkpoint folder (model.safetensors, config.json, spm.model, card.json)")
+    p = cli.parser(__doc__)
+    cli.add_checkpoint(p)
     p.add_argument("--json", metavar="FILE", help="also write the summary and every item's scores to FILE")
     p.add_argument("--set", dest="probe_set", default=str(PRONOUN_SET), help="the pronoun set (JSON lines)")
     p.add_argument("--batch-size", type=int, default=128, help="sentences scored together")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    cli.add_device(p)
     p.add_argument("--no-card", action="store_true", help="do not write the result into card.json")
     return p.parse_args(argv)
 
@@ -40,8 +38,7 @@ def parse_args(argv=None):
 def run(args) -> dict:
     """Evaluate, write the card (and --json); returns the summary."""
     folder = Path(args.checkpoint)
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
-    tm = load_checkpoint(folder, device)
+    tm = load_checkpoint(folder, cli.pick_device(args.device))
     items = load_pronoun_set(args.probe_set)
     if not items:
         raise ValueError(f"{args.probe_set} has no items.")

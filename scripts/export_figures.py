@@ -11,8 +11,6 @@ builders and core/paper_figures.py, so the files match the app's "The paper's fi
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -20,7 +18,9 @@ from app.figures.export import FORMATS, export_problem
 from app.figures.paper import describe_link, figure_set, find_heads, score_grid_figure
 from app.figures.style import install
 from core import CheckpointError, load_checkpoint
+from core.checkpoint import write_json
 from core.studies import paper_figures as pf
+from scripts import cli
 
 install()              # the app's readable text sizes in every figure built here (a Plotly template)
 
@@ -56,8 +56,8 @@ def write_images(figures: dict, out: Path, formats: list[str]) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("checkpoint", help="a checkpoint folder (model.safetensors, config.json, spm.model, card.json)")
+    p = cli.parser(__doc__, summary=True)
+    cli.add_checkpoint(p, help="a " + cli.CHECKPOINT_HELP)
     p.add_argument("--out", required=True, help="folder for the image files and heads.json")
     p.add_argument("--format", nargs="+", default=["png"], choices=list(FORMATS), help="png, svg or both")
     p.add_argument("--figures", nargs="+", type=int, default=[3, 4, 5], choices=sorted(pf.FIGURES),
@@ -79,7 +79,7 @@ def main(argv=None) -> int:
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "heads.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
+    write_json(out / "heads.json", summary)
     for number, f in summary["figures"].items():
         best = f["scores"][0]
         print(f"Figure {number}: layer {f['layer'] + 1}, heads {[h + 1 for h in f['heads']]} "

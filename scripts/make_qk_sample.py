@@ -11,7 +11,6 @@ file says where the sentences come from; every other line is {"line": n, "src": 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 from core.checkpoint import atomic_write
 from core.studies.qk import SAMPLE_FILE, SAMPLE_SIZE, read_corpus
 from core.paths import REPO, shared_data
+from scripts import cli
 
 
 # checkpoint -> (corpus folder under the data folder, what the dev split is, its licence)
@@ -40,12 +40,12 @@ def sample_lines(corpus: Path, what: str, licence: str, n: int) -> str:
     return "\n".join(rows) + "\n"
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None) -> int:
+    ap = cli.parser(__doc__, summary=True)
     ap.add_argument("--data", type=Path, default=shared_data(), help="folder of the corpora")
     ap.add_argument("--checkpoints", type=Path, default=REPO / "checkpoints")
     ap.add_argument("--n", type=int, default=SAMPLE_SIZE, help="sentences per checkpoint")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     missing = 0
     for name, (corpus, what, licence) in SAMPLES.items():
         folder, source = args.checkpoints / name, args.data / corpus

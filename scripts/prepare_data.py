@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 import unicodedata
 from collections import Counter
 from pathlib import Path
 
+from core.checkpoint.atomic import atomic_open, write_json
 from core.paths import portable, shared_data
 
 DEFAULT_CORPUS = shared_data("wmt-en-de")
@@ -139,21 +139,6 @@ def read_lines(path: Path):
             raise DataError(f"{path} is not valid UTF-8 (near line {i + 1}): {e}") from None
 
 
-@contextlib.contextmanager
-def atomic_write(path: Path):
-    """Open `path` for writing via a temporary file that replaces `path` only on success.
-
-    A crash half-way therefore never leaves a truncated file that looks finished.
-    """
-    tmp = Path(f"{path}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            yield f
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def clean_split(corpus: Path, out: Path, split: str, n_lines: int, max_words: int, max_ratio: float,
                 progress: bool = True) -> dict:
     """Normalise one split into OUT/{split}.{en,de}; drop bad pairs only if split == "train".
@@ -174,7 +159,8 @@ def clean_split(corpus: Path, out: Path, split: str, n_lines: int, max_words: in
             print(f"warning: {origin} does not have {n_lines} lines; ignoring it", file=sys.stderr)
     reasons, by_origin, changed, kept = Counter(), Counter(), 0, 0
     with contextlib.ExitStack() as stack:
-        files = [stack.enter_context(atomic_write(t)) for t in targets]
+        # each file replaces its old one only when the whole split is written: a crash never leaves half a split
+        files = [stack.enter_context(atomic_open(t, "w", newline="\n")) for t in targets]
         rows = zip(*(read_lines(s) for s in sources))
         for row in tqdm(rows, total=n_lines, desc=f"clean {split}", unit=" pairs", disable=not progress):
             en, de = normalize(row[0]), normalize(row[1])
@@ -266,8 +252,7 @@ def prepare(corpus: Path, out: Path, vocab_size: int = 8000, max_len: int = 250,
         "splits": splits,
         "spm_vocab_size": sp.get_piece_size(),
     }
-    with atomic_write(out / "prep_report.json") as f:
-        json.dump(report, f, indent=2, ensure_ascii=False)
+    write_json(out / "prep_report.json", report)
     return report
 
 

@@ -11,7 +11,6 @@ JSONL log; --out receives the exported checkpoint (averaged weights, fp16) and a
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -31,10 +30,11 @@ from core.training.probes import Probes
 from core.training.run import JsonlLog, StopSignal, finished, hardware, overrides, progress, training_pairs
 from core.training.saving import export, save_all, warm_start
 from core.training.validation import Validation, validate
+from scripts import cli
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.parser(__doc__)
     p.add_argument("--data", required=True, help="folder with train/valid .en/.de and spm.model")
     p.add_argument("--run", required=True, help="run folder for resume state, saves and logs (git-ignored)")
     p.add_argument("--out", help="checkpoint folder to export into at the end")
@@ -70,10 +70,10 @@ def parse_args(argv=None):
     p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
                    help="auto: bf16 autocast on CUDA and on CPUs with native bf16, else fp32")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch's default)")
+    cli.add_threads(p)
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    p.add_argument("--no-progress", action="store_true")
+    cli.add_device(p)
+    cli.add_progress(p)
     p.add_argument("--log-every", type=int, default=1, help="steps between JSONL log lines")
     args = p.parse_args(argv)
     if args.cooldown and not 0 < args.cooldown <= args.max_steps:
@@ -85,15 +85,16 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     world, rank = int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("RANK", 0))
-    device = torch.device("cuda" if (args.device == "auto" and torch.cuda.is_available()) else
-                          ("cpu" if args.device == "auto" else args.device))
+    try:
+        device = torch.device(cli.pick_device(args.device))
+    except cli.UsageError as e:
+        sys.exit(f"error: {e}")
     if world > 1:
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
         if device.type == "cuda":
             device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
             torch.cuda.set_device(device)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    cli.set_threads(args.threads)
     torch.manual_seed(args.seed)
     run = Path(args.run)
     main_proc = rank == 0

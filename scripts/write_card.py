@@ -1,78 +1,164 @@
 #!/usr/bin/env python
-"""Render a checkpoint's card.json as a readable CARD.md beside it (optionally adding notes first).
+"""Render a checkpoint's card.json as a model card, CARD.md, beside it (optionally adding notes first).
+
+CARD.md's sections: Model, Training data, Training procedure (with the recipe: scripts/recipes/<name>.sh),
+Evaluation, Limitations and How to reproduce; each opens with the card's prose for it (notes, data_notes,
+training_notes, evaluation_notes, limitations), then the facts card.json records.
 
     python scripts/write_card.py checkpoints/news-small --notes "why these sizes ..."
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
-from core.checkpoint import atomic_write, read_card, update_card
+from core.checkpoint import Card, as_card, atomic_write, read_card, update_card
 from core.training.schedule import describe_cooldown
+from scripts import cli
 
 
 # card["stopped_by"] as words ("patience" is said beside the best dev BLEU; older cards say "budget")
 STOPPED_BY = {"max_steps": "its --max-steps limit", "epochs": "its --epochs limit",
               "max_minutes": "its --max-minutes time limit", "signal": "a stop request (SIGTERM or Ctrl-C)"}
+REASONS = {"empty": "empty", "too_long": "too long", "ratio": "length ratio"}   # prepare_data.py's drop reasons
 ARCHITECTURE = ("N", "N_dec", "d_model", "d_ff", "h", "dropout", "norm", "activation", "positions", "vocab_size")
 
 
-def card_markdown(card: dict, config: dict | None = None) -> str:
-    """The card as Markdown: what the model is, how it was made, how it scores (config: the folder's config.json)."""
-    t, lines = card.get("training", {}), [f"# {card.get('name', 'checkpoint')}", ""]
-    if card.get("notes"):
-        lines += [card["notes"], ""]
-    lines += ["## How it was made", "",
-              f"- Trained here: {card.get('trained_here')}",
-              f"- Data: `{(card.get('data') or {}).get('folder')}`",
-              f"- Preset: {t.get('preset')}; parameters: {card.get('parameters'):,}" if card.get("parameters") else "",
-              ("- Architecture: " + ", ".join(f"{k}={config[k]}" for k in ARCHITECTURE if k in config))
-              if config else None,
-              f"- Steps: {t.get('steps')}, epochs: {t.get('epochs')}, target tokens: {t.get('target_tokens')}",
-              f"- Wall time: {t.get('wall_time_s', 0) / 3600:.2f} h on {t.get('hardware')}",
-              f"- Batch: {t.get('max_tokens')} padded tokens x {t.get('accum')}; warmup {t.get('warmup')}, "
-              f"lr scale {t.get('lr_scale')}" + (f", gradient clipping {t['clip']}" if t.get("clip") else "")
-              + (f", overrides {' '.join(t['overrides'])}" if t.get("overrides") else "")
-              + f"; averaged saves: {', '.join(t.get('averaged_saves', []))}",
-              f"- Precision: {t['precision']} (the last session's; fp32 weights, optimiser and loss)"
-              if t.get("precision") else None,
-              (f"- Warm start: from `{t['warm_start']['from']}` at step {t['warm_start']['step']}, "
-               f"{t['warm_start']['optimizer']}, {t['warm_start']['rewarm']} steps of learning-rate re-warm-up")
-              if t.get("warm_start") else None,
-              f"- Cool-down: {describe_cooldown(t['cooldown'])}" if t.get("cooldown") else None, ""]
-    lines += ["## Scores", ""]
-    if card.get("dev_last"):
-        d = card["dev_last"]
+def card_markdown(card: Card | dict, config: dict | None = None) -> str:
+    """The card as a model card in Markdown: Model, Training data, Training procedure, Evaluation, Limitations and
+    How to reproduce, each opened by the card's prose for it (config: the folder's config.json).
+
+    Takes a Card (a card.json dict is read as one). A section with nothing to say is left out.
+    """
+    card = as_card(card)
+    sections = {"Model": model_lines(card, config), "Training data": data_lines(card),
+                "Training procedure": training_lines(card), "Evaluation": evaluation_lines(card),
+                "Limitations": prose(card.limitations), "How to reproduce": reproduce_lines(card)}
+    lines = [f"# {card.name}", ""]
+    for title, body in sections.items():
+        body = [line for line in body if line is not None]
+        while body and not body[-1]:
+            body.pop()
+        if body:
+            lines += [f"## {title}", "", *body, ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def prose(text: str | None) -> list[str]:
+    """A prose field as the opening paragraph(s) of a section (blank lines in it separate paragraphs)."""
+    return [text.strip(), ""] if text and text.strip() else []
+
+
+def model_lines(card: Card, config: dict | None) -> list:
+    t = card.training
+    return [*prose(card.notes),
+            f"- Trained here: {card.trained_here}",
+            f"- Source: {card.source}" if card.source else None,
+            f"- Credit: {card.credit}" if card.credit else None,
+            f"- Preset: {t.get('preset')}; parameters: {card.parameters:,}" if card.parameters else None,
+            ("- Architecture: " + ", ".join(f"{k}={config[k]}" for k in ARCHITECTURE if k in config))
+            if config else None]
+
+
+def data_lines(card: Card) -> list:
+    """The data folder and, from scripts/prepare_data.py's report, what was kept and the vocabulary."""
+    out = [*prose(card.data_notes)]
+    if card.data_name:
+        out.append(f"- Data: `{card.data_name}`" + (f", prepared by scripts/prepare_data.py from "
+                                                    f"`{card.prep_report['corpus']}`"
+                                                    if card.prep_report.get("corpus") else ""))
+    splits, settings = card.prep_report.get("splits") or {}, card.prep_report.get("settings") or {}
+    train = splits.get("train") or {}
+    if train:
+        dropped = {k: v for k, v in (train.get("dropped") or {}).items() if v}
+        out.append(f"- Training pairs: {train.get('pairs_in', 0):,} in, {train.get('pairs_out', 0):,} kept"
+                   + (" (dropped: " + ", ".join(f"{v:,} {REASONS.get(k, k)}" for k, v in dropped.items()) + ")"
+                      if dropped else "")
+                   + (f"; max {settings['max_len']} {settings.get('max_len_unit', 'words')} a side, length "
+                      f"ratio at most {settings['ratio']}" if "max_len" in settings and "ratio" in settings else ""))
+    held = [f"{name} {splits[name].get('pairs_out', 0):,}" for name in ("valid", "test") if splits.get(name)]
+    if held:
+        out.append(f"- Held-out pairs (every line kept): {', '.join(held)}")
+    if card.prep_report.get("spm_vocab_size"):
+        out.append(f"- Vocabulary: one shared SentencePiece {settings.get('model_type', 'BPE').upper()} model of "
+                   f"{card.prep_report['spm_vocab_size']:,} pieces"
+                   + (" with byte fallback" if settings.get("byte_fallback") else ""))
+    return out
+
+
+def training_lines(card: Card) -> list:
+    t = card.training
+    if not t:
+        return [*prose(card.training_notes)]
+    return [*prose(card.training_notes),
+            f"- Steps: {t.get('steps')}, epochs: {t.get('epochs')}, target tokens: {t.get('target_tokens')}",
+            f"- Wall time: {t.get('wall_time_s', 0) / 3600:.2f} h on {t.get('hardware')}",
+            f"- Batch: {t.get('max_tokens')} padded tokens x {t.get('accum')}; warmup {t.get('warmup')}, "
+            f"lr scale {t.get('lr_scale')}" + (f", gradient clipping {t['clip']}" if t.get("clip") else "")
+            + (f", overrides {' '.join(t['overrides'])}" if t.get("overrides") else "")
+            + f"; averaged saves: {', '.join(t.get('averaged_saves', []))}",
+            f"- Precision: {t['precision']} (the last session's; fp32 weights, optimiser and loss)"
+            if t.get("precision") else None,
+            (f"- Warm start: from `{t['warm_start']['from']}` at step {t['warm_start']['step']}, "
+             f"{t['warm_start']['optimizer']}, {t['warm_start']['rewarm']} steps of learning-rate re-warm-up")
+            if t.get("warm_start") else None,
+            f"- Cool-down: {describe_cooldown(t['cooldown'])}" if t.get("cooldown") else None,
+            f"- Recipe: `{card.recipe}` (every command that made it, in order)" if card.recipe else None]
+
+
+def evaluation_lines(card: Card) -> list:
+    lines = [*prose(card.evaluation_notes)]
+    if card.dev_last:
+        d = card.dev_last
         lines.append(f"- Dev (during training, greedy, first {d.get('bleu_sentences')} sentences): "
                      f"BLEU {d.get('bleu')}, "
                      f"perplexity {d.get('ppl')}"
                      + (f", source gain {d['source_gain']} nats/token" if d.get("source_gain") is not None else "")
                      + f" (step {d.get('step')})")
-    if card.get("dev_best_bleu") is not None:
-        lines.append(f"- Best dev BLEU during training: {card['dev_best_bleu']}"
-                     + (f" (step {card['dev_best_bleu_step']})" if card.get("dev_best_bleu_step") else "")
+    if card.dev_best_bleu is not None:
+        lines.append(f"- Best dev BLEU during training: {card.dev_best_bleu}"
+                     + (f" (step {card.dev_best_bleu_step})" if card.dev_best_bleu_step else "")
                      + ("; stopped because it had stopped improving (--patience)"
-                        if card.get("stopped_by") == "patience" else ""))
-    if card.get("stopped_by") in STOPPED_BY:
-        lines.append(f"- Training ended at {STOPPED_BY[card['stopped_by']]}")
+                        if card.stopped_by == "patience" else ""))
+    if card.stopped_by in STOPPED_BY:
+        lines.append(f"- Training ended at {STOPPED_BY[card.stopped_by]}")
     for split in ("valid", "test"):
-        if card.get(split):
-            e = card[split]
+        e = getattr(card, split)
+        if e:
             lines += [f"- {split} ({e.get('sentences')} sentences, beam {e.get('beam')}, alpha {e.get('alpha')}): "
                       f"BLEU {e.get('bleu')}, chrF {e.get('chrf')}",
                       f"  - `{e.get('bleu_signature')}`", f"  - `{e.get('chrf_signature')}`"]
-    if card.get("pronouns"):
-        p, pct = card["pronouns"], lambda v: "n/a" if v is None else f"{100 * v:.1f}%"
+    if card.pronouns:
+        p, pct = card.pronouns, lambda v: "n/a" if v is None else f"{100 * v:.1f}%"
         lines.append(f"- Pronoun test ({p.get('items')} contrastive items, scripts/evaluate_pronouns.py): "
                      f"{pct(p.get('accuracy'))} overall, {pct(p.get('feminine'))} with feminine antecedents "
                      f"(ihr-/sie), {pct(p.get('masc_neut'))} with masculine or neuter ones (sein-/er/es); by distance "
                      + ", ".join(f"{k} {pct(v)}" for k, v in (p.get("by_distance") or {}).items()))
-    if (card.get("alignment") or {}).get("selected"):
-        lines += alignment_lines(card["alignment"])
-    return "\n".join(line for line in lines if line is not None) + "\n"
+    if (card.alignment or {}).get("selected"):
+        lines += alignment_lines(card.alignment)
+    return lines
+
+
+def reproduce_lines(card: Card) -> list:
+    """Where the commands are, and the commands that fill in the card's scores."""
+    if not card.trained_here and not card.training:
+        return []
+    folder = f"checkpoints/{card.name}"
+    out = [f"The commands that made it, in order, with when and why each ran: `{card.recipe}`. "
+           f"`bash {card.recipe}` runs them again; it writes into {folder}, replacing this checkpoint."
+           if card.recipe else
+           "No recipe was recorded: the settings above are those of the last training session (card.json).", ""]
+    evals = [f"python scripts/evaluate.py {folder} --split {split}" for split in ("valid", "test")
+             if getattr(card, split)]
+    evals += [f"python scripts/evaluate_pronouns.py {folder}"] if card.pronouns else []
+    evals += [f"python scripts/evaluate_alignment.py {folder}"] if card.alignment else []
+    evals += [f"python scripts/evaluate_alignment.py {folder} --as-tokenized"] \
+        if (card.alignment or {}).get("as_tokenized_result") else []
+    if evals:
+        out += ["The scores above come from:", "", *(f"    {c}" for c in evals), ""]
+    out += [f"This file is made from card.json by `python scripts/write_card.py {folder}`."]
+    return out
 
 
 def alignment_lines(a: dict) -> list[str]:
@@ -93,8 +179,8 @@ def alignment_lines(a: dict) -> list[str]:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("checkpoint")
+    p = cli.parser(__doc__)
+    cli.add_checkpoint(p)
     p.add_argument("--notes", help="text saved as card['notes'] (why these sizes and this schedule, ...)")
     a = p.parse_args(argv)
     path = Path(a.checkpoint) / "card.json"
@@ -103,7 +189,7 @@ def main(argv=None):
     card = update_card(a.checkpoint, notes=a.notes) if a.notes else read_card(a.checkpoint)
     config_path = Path(a.checkpoint) / "config.json"
     config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.exists() else None
-    atomic_write(Path(a.checkpoint) / "CARD.md", card_markdown(card.to_dict(), config))
+    atomic_write(Path(a.checkpoint) / "CARD.md", card_markdown(card, config))
     print(f"wrote {Path(a.checkpoint) / 'CARD.md'}")
 
 

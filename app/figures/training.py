@@ -5,8 +5,6 @@ learning-rate pages; nothing here imports Streamlit.
 """
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import altair as alt
@@ -14,9 +12,10 @@ import numpy as np
 import pandas as pd
 
 from core.checkpoint.card import Card, as_card
+from core.checkpoint.jsonl import read_jsonl
+# the snapshots' readers live in core.checkpoint.snapshots; named here too for the pages that import them from here
+from core.checkpoint.snapshots import read_probes, read_snapshot, snapshot_steps  # noqa: F401
 from core.studies.paper_figures import LINK_FACTOR
-
-SNAPSHOT = re.compile(r"step_(\d+)\.npz$")
 
 
 def read_train_log(path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -26,14 +25,9 @@ def read_train_log(path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """
     steps, valids = [], []
     path = Path(path)
-    if path.exists():
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(row, dict) and "step" in row:
-                (valids if row.get("kind") == "valid" else steps).append(row)
+    for row in read_jsonl(path, skip_bad=True) if path.exists() else []:
+        if isinstance(row, dict) and "step" in row:
+            (valids if row.get("kind") == "valid" else steps).append(row)
     return pd.DataFrame(steps), pd.DataFrame(valids)
 
 
@@ -143,35 +137,6 @@ def card_facts(card: Card | dict | None, folder=None) -> dict[str, str]:
     if isinstance(dev.get("ppl"), (int, float)):
         facts["Dev perplexity"] = f"{dev['ppl']:.1f}"
     return facts
-
-
-def snapshot_steps(folder) -> list[tuple[int, Path]]:
-    """(step, file) of every attention snapshot in folder/snapshots, in step order."""
-    snap = Path(folder) / "snapshots" if folder else None
-    if snap is None or not snap.is_dir():
-        return []
-    found = [(int(m.group(1)), p) for p in snap.iterdir() if (m := SNAPSHOT.search(p.name))]
-    return sorted(found)
-
-
-def read_probes(folder, key: str = "sentences") -> list[dict]:
-    """The probe sentences of the snapshots (src, tgt and their tokens), or [] if none were recorded.
-
-    key "pronouns": the annotated pronoun sentences whose pronoun rows snapshots hold (core.studies.emergence).
-    """
-    path = Path(folder) / "snapshots" / "probes.json" if folder else None
-    if path is None or not path.exists():
-        return []
-    try:
-        return json.loads(path.read_text(encoding="utf-8")).get(key, [])
-    except (json.JSONDecodeError, AttributeError):
-        return []
-
-
-def read_snapshot(path, probe: int, kind: str) -> np.ndarray:
-    """One probe sentence's [layers, heads, rows, cols] maps (float32) from a snapshot file; KeyError if absent."""
-    with np.load(path) as npz:
-        return npz[f"{probe}_{kind}"].astype(np.float32)
 
 
 # ---- when did the heads appear? (core.studies.emergence's table as curves and sentences) ----

@@ -7,8 +7,9 @@ import streamlit as st
 
 from app.common import get_emergence, model_or_stop, plain, show_figure
 from app.figures.attention import heatmap_figure
-from app.figures.training import (card_facts, describe_model, emergence_charts, emergence_summary, read_probes,
-                                  read_snapshot, read_train_log, snapshot_steps, training_charts)
+from app.figures.training import (card_facts, describe_model, emergence_charts, emergence_summary, read_train_log,
+                                  training_charts)
+from core.checkpoint.snapshots import read_probes, read_snapshot, snapshot_steps
 from core.studies.emergence import appearance
 from core.training.schedule import describe_cooldown
 from core.views import DECODER_ROWS, KINDS, attention_view

@@ -1,8 +1,11 @@
 """The model card (card.json): how a checkpoint was made and how it scored, as one typed record.
 
 Every reader and writer of card.json goes through `read_card` and `update_card`. A card from an older version
-(fewer fields) reads with defaults; keys this version does not know are kept in `extra` and written back.
-The sections that scripts fill in are plain dicts with the keys documented beside them.
+(fewer fields) reads with defaults; keys this version does not know are kept in `extra` and written back, and a
+card written back keeps the order of the keys it was read with (new ones go beside their neighbours).
+The sections that scripts fill in are plain dicts with the keys documented beside them. The prose fields (notes,
+data_notes, training_notes, evaluation_notes, limitations) are written by hand; scripts/write_card.py makes each
+the opening of one section of CARD.md (Model, Training data, Training procedure, Evaluation, Limitations).
 """
 from __future__ import annotations
 
@@ -20,11 +23,15 @@ CARD_FILE = "card.json"
 
 @dataclass
 class Card:
-    """A checkpoint's card. Fields left at their default are not written to card.json."""
+    """A checkpoint's card. Fields left at their default are not written to card.json (unless it had them)."""
 
     name: str = "checkpoint"
     trained_here: bool = True
-    notes: str | None = None            # why these sizes, this schedule, ... (prose, written by hand)
+    notes: str | None = None            # the model: what it is, why these sizes and this layout (prose, by hand)
+    data_notes: str | None = None       # the training data: what it is, where it came from (prose)
+    training_notes: str | None = None   # the training procedure: sessions, schedule, stopping (prose)
+    evaluation_notes: str | None = None  # the scores in context: earlier steps, comparisons (prose)
+    limitations: str | None = None      # what it does badly, what not to use it for (prose)
     recipe: str | None = None           # the file of the exact commands that made it (scripts/recipes/...)
     source: str | None = None           # an imported model: where it came from
     credit: str | None = None           # an imported model: whom to credit
@@ -47,25 +54,36 @@ class Card:
     def from_dict(cls, d: dict | None) -> Card:
         """A card from card.json's dict (or an older or partial one); wrong-typed sections read as empty."""
         d = dict(d or {})
+        keys = list(d)
         known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
         card = cls(**{k: d.pop(k) for k in list(d) if k in known})
         for name in ("data", "training"):
             if not isinstance(getattr(card, name), dict):
                 setattr(card, name, {})
         card.extra = d
+        card._order = list(keys)            # written back in this order (to_dict)
         return card
 
     def to_dict(self) -> dict:
-        """card.json's dict: the fields that differ from their defaults, then the unknown keys."""
-        out = {}
+        """card.json's dict: the fields that differ from their defaults (or that it was read with, unless set to
+        None), then the unknown keys. A card read from a dict keeps that dict's key order; a key it did not have
+        goes after the field before it."""
+        out, read = {}, getattr(self, "_order", ())
         for f in dataclasses.fields(self):
             if f.name == "extra":
                 continue
             value = getattr(self, f.name)
             default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-            if value != default or f.name == "name":
+            if value != default or f.name == "name" or (f.name in read and value is not None):   # None: left out
                 out[f.name] = value
-        return {**out, **self.extra}
+        out = {**out, **self.extra}
+        order = [k for k in read if k in out]
+        for k in out:                       # keys it was not read with: after their neighbour in `out`
+            if k not in order:
+                before = list(out)[: list(out).index(k)]
+                at = max((order.index(b) + 1 for b in before if b in order), default=len(order))
+                order.insert(at, k)
+        return {k: out[k] for k in order}
 
     @property
     def steps(self) -> int:

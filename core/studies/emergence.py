@@ -1,7 +1,8 @@
 """When do heads appear? The paper's Figure 3 and 4 scores, and a pronoun hit rate, at each attention snapshot.
 
-scripts/train_utils.Probes saves, every few training steps, the attention maps of a few probe
-sentences (snapshots/step_*.npz, described by snapshots/probes.json). From each snapshot we take:
+core.training.probes.Probes saves, every few training steps, the attention maps of a few probe
+sentences (snapshots/step_*.npz, described by snapshots/probes.json; core.checkpoint.snapshots reads and
+writes them). From each snapshot we take:
 
   Figure 3   the best head's share of 'making' on 'more difficult' (core.studies.paper_figures.figure3), when a
              probe sentence has these words (news runs: newstest2013 line 8 is the paper's sentence);
@@ -18,14 +19,12 @@ the Figure 3/4 curves of news runs only. `model_scores` scores the final weights
 """
 from __future__ import annotations
 
-import zipfile
-import zlib
-
 import numpy as np
 import pandas as pd
 
 from .analysis import load_anaphora, word_pieces
 from .paper_figures import FIGURE3_SENTENCE, FIGURE45_SENTENCE, figure3, figure4, locate_words
+from core.checkpoint.snapshots import SnapshotError, load_snapshot
 from core.tokenizer import clean_text, merge_words, word_ids
 from core.views import SPECIALS, to_words
 
@@ -140,13 +139,14 @@ def snapshot_scores(probes: dict, snapshots: list[tuple], progress=None) -> tupl
     rows, unreadable = [], []
     for k, (step, path) in enumerate(snapshots):
         try:
-            with np.load(path) as npz:
-                maps = {n: (npz[f"{i}_enc_self"], sentences[i]["src_tokens"], sentences[i]["src"])
-                        for n, i in at.items()}
-                items = [(p["src_tokens"], npz[f"pronoun_{j}"], p["pronoun_index"], p["antecedent_index"])
-                         for j, p in enumerate(pron) if f"pronoun_{j}" in npz.files]
+            arrays = load_snapshot(path, [f"{i}_enc_self" for i in at.values()]
+                                   + [f"pronoun_{j}" for j in range(len(pron))])
+            maps = {n: (arrays[f"{i}_enc_self"], sentences[i]["src_tokens"], sentences[i]["src"])
+                    for n, i in at.items()}
+            items = [(p["src_tokens"], arrays[f"pronoun_{j}"], p["pronoun_index"], p["antecedent_index"])
+                     for j, p in enumerate(pron) if f"pronoun_{j}" in arrays]
             rows.append(scores_at(step, "snapshot", maps, items))
-        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, zlib.error):   # cut short, another run's
+        except (SnapshotError, KeyError, ValueError):   # cut short, or another run's (maps missing or misshapen)
             unreadable.append(int(step))
         if progress is not None:
             progress(k + 1, len(snapshots))

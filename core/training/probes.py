@@ -1,12 +1,13 @@
-"""Attention snapshots during training: the maps of fixed dev sentences every few steps, to watch heads form."""
+"""Attention snapshots during training: the maps of fixed dev sentences every few steps, to watch heads form.
+
+The files and their format belong to core.checkpoint.snapshots; this module chooses the sentences and computes
+the maps."""
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from core import TranslationModel
-from core.checkpoint import write_json
+from core.checkpoint import snapshots
 from core.data import read_parallel
 from core.studies import emergence
 
@@ -22,8 +23,7 @@ class Probes:
         self.sentences = [(n, src[n - 1], tgt[n - 1]) for n in lines]
         # the paper's Figure 3-5 sentences when the dev lines lack them (translated greedily: no reference)
         self.sentences += emergence.paper_probes(s for _, s, _ in self.sentences)
-        self.folder = Path(args.out) / "snapshots"
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.out = Path(args.out)                       # the checkpoint folder: its snapshots/ receives them
         self.tokenizer, self.model = tokenizer, model
 
     def snapshot(self, step: int) -> None:
@@ -31,15 +31,12 @@ class Probes:
         arrays, meta = {}, []
         for i, (line, src, tgt) in enumerate(self.sentences):
             r = tm.attend(src, tgt=tgt)
-            for kind in ("enc_self", "dec_self", "cross"):
-                arrays[f"{i}_{kind}"] = getattr(r, kind).astype(np.float16)
+            for kind in snapshots.KINDS:                    # written as fp16
+                arrays[f"{i}_{kind}"] = getattr(r, kind)
             meta.append({"line": line, "src": r.src, "tgt": r.tgt, "src_tokens": r.src_tokens,
                          "tgt_tokens": r.tgt_tokens, "out_tokens": r.out_tokens})
         pronoun_arrays, pronouns = emergence.record_pronouns(tm)   # the pronoun rows of core/probes/anaphora_en
         arrays.update(pronoun_arrays)
-        tmp = self.folder / f".step_{step:07d}.npz.tmp"
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, **arrays)
-        tmp.replace(self.folder / f"step_{step:07d}.npz")
-        write_json(self.folder / "probes.json", {"split": "valid", "sentences": meta, "pronouns": pronouns})
+        snapshots.write_snapshot(self.out, step, arrays)
+        snapshots.write_probes(self.out, meta, pronouns)
         self.model.train()

@@ -12,7 +12,7 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from core import TransformerConfig
-from core.checkpoint import atomic_write
+from core.checkpoint import atomic_write, read_jsonl
 from core.data import encode_pairs, read_parallel
 
 
@@ -98,22 +98,16 @@ def plateaued(info, patience: int) -> bool:
     """True once dev BLEU has not beaten its best for `patience` validations in a row (early stopping; 0: never)."""
     return bool(patience) and info.get("bleu_stale", 0) >= patience
 
-def _step(line: str):
-    """The step of a log line, or None for a line cut short (a run killed while writing it)."""
-    try:
-        return json.loads(line).get("step", 0)
-    except json.JSONDecodeError:
-        return None
-
 class JsonlLog:
-    """Append-only JSON-lines log; on resume, lines after the resumed step are dropped."""
+    """Append-only JSON-lines log; on resume, lines after the resumed step are dropped (and a line cut short
+    by a run killed while writing it)."""
 
     def __init__(self, path: Path, resume_step: int):
         self.path = path
         if path.exists():
-            keep = [line for line in path.read_text().splitlines()
-                    if _step(line) is not None and _step(line) <= resume_step]
-            atomic_write(path, "".join(line + "\n" for line in keep))
+            keep = [row for row in read_jsonl(path, skip_bad=True)
+                    if isinstance(row, dict) and row.get("step", 0) <= resume_step]
+            atomic_write(path, "".join(json.dumps(row) + "\n" for row in keep))
         self.f = open(path, "a", encoding="utf-8")
 
     def write(self, record: dict) -> None:

@@ -7,7 +7,6 @@ with the app's fallback tokenizer. Prints numbers; asserts nothing.
 """
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import torch
 from core import Tokenizer, Transformer, TranslationModel, load_checkpoint, preset
 from core.studies import analysis
 from core.paths import REPO
+from scripts import cli
 
 
 
@@ -34,12 +34,12 @@ def pick_model(checkpoint: Path):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = cli.parser(__doc__, summary=True)
     p.add_argument("--checkpoint", type=Path, default=REPO / "checkpoints" / "news-small")
-    p.add_argument("--threads", type=int, default=torch.get_num_threads())
+    cli.add_threads(p, default=torch.get_num_threads(), help=None)
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    cli.set_threads(args.threads)
     tm, what = pick_model(args.checkpoint)
     neutral, anaphora = analysis.load_neutral(), analysis.load_anaphora()
     print(f"model: {what}; N={tm.cfg.N}, N_dec={tm.cfg.N_dec}, h={tm.cfg.h}, d_model={tm.cfg.d_model}; "

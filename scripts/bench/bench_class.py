@@ -31,7 +31,6 @@ import argparse
 import asyncio
 import os
 import random
-import json
 import statistics
 import subprocess
 import sys
@@ -45,6 +44,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.asyncio.client import connect
+from core.checkpoint import read_jsonl
 from core.paths import REPO
 
 TARGETS_MS = {"one": 50, "random": 500, "burst": 500}     # issue 13: script run, p50 for one session, else p95
@@ -217,10 +217,9 @@ def wait_healthy(url: str, proc=None, timeout: float = 180) -> None:
 def logged_runs(run_log: str | None, since: float, until: float) -> list[float]:
     """Durations (s) of the script runs the app logged between two wall-clock times."""
     try:
-        lines = Path(run_log).read_text().splitlines() if run_log else []
+        entries = read_jsonl(run_log, skip_bad=True) if run_log else []     # the server may be writing a line
     except OSError:
         return []
-    entries = (json.loads(line) for line in lines if line.strip())
     return [e["seconds"] for e in entries if since <= e["t"] <= until]
 
 

@@ -13,7 +13,6 @@ Uses checkpoints/news-small and data/wmt-en-de when present, else random weights
 """
 from __future__ import annotations
 
-import argparse
 import io
 import math
 import statistics
@@ -24,6 +23,7 @@ from torch import nn
 
 import core
 from core.paths import REPO
+from scripts import cli
 
 
 DATA = REPO / "data" / "wmt-en-de"
@@ -256,15 +256,17 @@ def bench_translate(args, device, tm, what):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.parser(__doc__)
     p.add_argument("--quick", action="store_true", help="smaller batches and fewer repeats")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch CPU threads (default 1: the cores are shared with training runs)")
-    p.add_argument("--device", default="cpu")
+    cli.add_threads(p, default=1, help="torch CPU threads (default 1: the cores are shared with training runs)")
+    cli.add_device(p, default="cpu")
     p.add_argument("--only", choices=["a", "b", "c"], action="append", help="run only these parts")
     args = p.parse_args()
-    torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    cli.set_threads(args.threads)
+    try:
+        device = torch.device(cli.pick_device(args.device))
+    except cli.UsageError as e:
+        raise SystemExit(f"error: {e}") from None
     parts = set(args.only or ["a", "b", "c"])
     print(f"torch {torch.__version__}, device {device}, {torch.get_num_threads()} thread(s)"
           f"{', quick' if args.quick else ''}")

@@ -12,7 +12,6 @@ Needs `pip install transformers`.
 """
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import statistics
@@ -24,6 +23,7 @@ from pathlib import Path
 import torch
 
 from core import load_checkpoint
+from scripts import cli
 from scripts.import_marian import import_marian
 
 SRC = ("The committee said on Tuesday that the new rules would make it easier for small companies "
@@ -76,12 +76,12 @@ def median_ms(fns: dict, repeats: int, warmup: int = 2) -> dict:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.parser(__doc__)
     p.add_argument("--repeats", type=int, default=20)
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the machine may be busy)")
+    cli.add_threads(p, default=1, help="torch threads (default 1: the machine may be busy)")
     p.add_argument("--vocab", type=int, default=8000)
     args = p.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    cli.set_threads(args.threads)
     from transformers import MarianMTModel
     with tempfile.TemporaryDirectory() as tmp:
         hf_dir = build_marian(Path(tmp) / "opus-mt-random", args.vocab)

@@ -24,7 +24,9 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from core import Tokenizer, Transformer, TransformerConfig, label_smoothed_loss
+from core.checkpoint import read_jsonl
 from core.data import collate, token_batches
+from scripts import cli
 from scripts.bench.bench_core import sync
 from core.training.run import read_run, training_pairs
 
@@ -50,7 +52,7 @@ def flops_per_target_token(cfg: TransformerConfig, pairs, lengths, batches) -> t
 
 def median_tokens_per_s(log_path: Path, skip: int, since_step: int = 0) -> tuple[float, int]:
     """Median tokens/s over the log's step lines after the first `skip` (warm-up, compilation), and how many."""
-    rates = [r["tokens_per_s"] for r in map(json.loads, log_path.read_text().splitlines())
+    rates = [r["tokens_per_s"] for r in read_jsonl(log_path, skip_bad=True)     # a run may still be writing it
              if "tokens_per_s" in r and r["step"] > since_step]
     rates = rates[skip:]
     if not rates:
@@ -110,7 +112,7 @@ def main(argv=None) -> dict:
     else:
         if on_cuda and not torch.cuda.is_available():
             sys.exit("the run was on CUDA but this machine has no GPU: pass --peak-tflops")
-        torch.set_num_threads(targs.get("threads") or torch.get_num_threads())
+        cli.set_threads(targs.get("threads"))            # the run's threads (0 or none: torch's default)
         # the precision the run computed in (runs from before --precision: bf16 on CUDA, fp32 on a CPU)
         precision = meta.get("precision") or ("bf16" if on_cuda else "fp32")
         dtype = torch.bfloat16 if precision == "bf16" else torch.float32

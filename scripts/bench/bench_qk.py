@@ -8,18 +8,16 @@ Prints numbers; asserts nothing. The app runs torch on one thread (app/common.py
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
-import torch
-
 from core import CheckpointError, load_checkpoint
 from core.studies import qk
 from core.paths import REPO
+from scripts import cli
 
 
 
@@ -31,13 +29,13 @@ def timed(fn, *args, **kwargs):
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = cli.parser(__doc__, summary=True)
     p.add_argument("--checkpoint", type=Path, default=REPO / "checkpoints" / "news-small")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (the app uses 1)")
+    cli.add_threads(p, default=1, help="torch threads (the app uses 1)")
     p.add_argument("--repeat", type=int, default=5, help="heads projected (the median is printed)")
     p.add_argument("--tsne", action="store_true", help="also time t-SNE of one head (slow: up to minutes)")
     args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    cli.set_threads(args.threads)
     try:
         model, load_s = timed(load_checkpoint, args.checkpoint)
     except CheckpointError as e:

@@ -10,11 +10,11 @@ Runs go to artifacts/parity/{fp32,bf16} (git-ignored).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
 from pathlib import Path
+from core.checkpoint import read_jsonl
 from core.paths import REPO
 
 
@@ -41,7 +41,7 @@ def run_pair(args) -> dict:
 
 def curves(run: Path) -> tuple[dict, float]:
     """(step -> dev loss, median target tokens/s) of one run's log."""
-    lines = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines()]
+    lines = read_jsonl(run / "train_log.jsonl", skip_bad=True)       # a killed run may end in half a line
     dev = {r["step"]: r["loss"] for r in lines if r.get("kind") == "valid"}
     return dev, statistics.median(r["tokens_per_s"] for r in lines if "tokens_per_s" in r)
 

@@ -150,10 +150,3 @@ def test_stray_carriage_return_does_not_split_a_line(tmp_path):
     assert pd.check_corpus(tmp_path) == {"train": 2, "valid": 2, "test": 2}
     assert list(pd.read_lines(tmp_path / "train.en")) == ["a\rb", "d"]
 
-
-def test_atomic_write_leaves_nothing_on_error(tmp_path):
-    with pytest.raises(ValueError):
-        with pd.atomic_write(tmp_path / "f.txt") as f:
-            f.write("half")
-            raise ValueError
-    assert list(tmp_path.iterdir()) == []

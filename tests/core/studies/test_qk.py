@@ -12,7 +12,7 @@ import core
 from app.figures.qk import qk_scatter, small_multiples
 from core.studies import qk
 from tests.helpers import tiny_model
-from core.paths import REPO
+from core.paths import REPO, shared_data
 
 PAGE = REPO / "app" / "screens" / "qk.py"
 
@@ -239,7 +239,7 @@ def test_shipped_samples_are_small_and_are_the_first_dev_sentences(name, corpus)
     assert path.stat().st_size < 100_000
     pairs, about = qk.read_sample(path)
     assert len(pairs) == qk.SAMPLE_SIZE and "first 200" in about and all(p["tgt"] for p in pairs)
-    data = REPO.parent / "shared" / "data" / corpus
+    data = shared_data(corpus)                          # the corpus, where this machine keeps it (core/paths.py)
     if (data / "valid.en").exists():
         assert pairs == qk.read_corpus(data, "valid", qk.SAMPLE_SIZE)
 

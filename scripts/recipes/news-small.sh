@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The commands that made checkpoints/news-small, in order (card.json's "recipe" names this file).
+#
+# It was trained in segments over several sessions of the project, on both CPU threads of its 2-core machine
+# (no GPU): a fresh run and three --resume segments (fp32, steps 1-7856), a warm start from the exported weights
+# with a fresh Adam when the run folder was gone (bf16, from step 7857), and more --resume segments, the last with a
+# learning-rate cool-down; 18565 steps, 22.49 epochs, 11.19 h in all. Each segment exported the checkpoint folder
+# when it ended; the last export is the shipped one.
+#
+# The commands are reconstructed from card.json's notes, the README of the time, the checkpoint commits' messages
+# (git log -- checkpoints/news-small) and train_log.jsonl (its end-of-run validations mark where each segment
+# stopped, and its elapsed_s where a --max-minutes limit fell); no shell history was kept. The comment above each
+# command says what is certain and what is inferred. Where a segment was stopped by SIGTERM at the end of a session,
+# `timeout` plays the session's part (its minutes include start-up; the step where training stops will differ).
+# Not bit-for-bit repeatable in any case: saves are taken by wall-clock time (every 10 minutes), so the averaged
+# saves depend on the machine's speed.
+#
+# An earlier news-small (session 1, post-norm as in the paper, peak learning rate 1.1e-3 at step 500) collapsed its
+# encoder and was discarded; it is not part of these weights (README: "A lesson from news-small").
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SHARED=${ATTN_EXPLORER_SHARED:-../shared}        # the corpora beside the project (core/paths.py)
+
+# The data: 86,441 news/Europarl/general pairs made for this project (../shared/data/wmt-en-de; valid newstest2013,
+# test newstest2014), cleaned (80 pairs dropped), one shared 8,000-piece SentencePiece BPE model. Default settings
+# otherwise (max 250 words, ratio 2.5), as card.json's prep_report records.
+python scripts/prepare_data.py --corpus "$SHARED/data/wmt-en-de" --out data/wmt-en-de --vocab-size 8000
+
+# The options every fp32 segment (sessions 2-4) shared: pre-norm with clipping (the fix for the collapse), the
+# paper's schedule with warmup 600 and scale 0.4, 3,500-token batches, a validation every 250 steps with greedy BLEU
+# on the first 150 dev sentences, attention snapshots every 150 steps. The README of the time gives all but
+# --valid-every 250 --bleu-sentences 150, which are inferred from the log (validations at 250, 500, ...; BLEU on 150
+# sentences), where the defaults would be 1000 and 200. --valid-sentences is not recorded: the default, 1000.
+FP32=(--data data/wmt-en-de --run runs/news-small --out checkpoints/news-small
+      --preset small --set norm=pre --clip 1.0 --threads 2 --max-tokens 3500 --warmup 600 --lr-scale 0.4
+      --valid-every 250 --bleu-sentences 150 --probe-every 150)
+
+# Session 2: the fresh pre-norm run. It stopped at its time limit at step 3164 after 118 minutes (7081 s; an
+# end-of-run validation there). The README of the time says --max-minutes 120; the log's stop fits 118.
+python scripts/train.py "${FP32[@]}" --max-minutes 118
+
+# Session 2, straight after: --resume with a larger limit, to step 3465 at 130 minutes (7800 s) of training.
+# Exported and committed as 6f98492 (newstest2014 BLEU 5.63).
+python scripts/train.py "${FP32[@]}" --resume --max-minutes 130
+
+# Session 3: --resume for 36 more minutes, to step 4435 at 166 minutes (9960 s). Commit 6579d86 (BLEU 6.97).
+python scripts/train.py "${FP32[@]}" --resume --max-minutes 166
+
+# Session 4: --resume for 130 more minutes, to step 7856 at 296 minutes (17761 s; the card then said
+# stopped_by "max_minutes"). Commit f5cda8d (BLEU 10.0).
+python scripts/train.py "${FP32[@]}" --resume --max-minutes 296
+
+# The options of the bf16 segments (sessions 5-7): the same model and schedule, bf16 autocast (fp32 weights, Adam
+# and loss), a validation every 500 steps with greedy BLEU on the first 500 dev sentences (both inferred from the
+# log: validations at 8000, 8500, ... on 500 sentences), snapshots every 150 steps as before.
+BF16=(--data data/wmt-en-de --run runs/news-small --out checkpoints/news-small
+      --preset small --set norm=pre --clip 1.0 --threads 2 --max-tokens 3500 --warmup 600 --lr-scale 0.4
+      --valid-every 500 --bleu-sentences 500 --probe-every 150 --precision bf16)
+
+# Session 5: the run folder with the optimiser state was gone, so a WARM START from the exported step-7856 weights
+# (--init-from, in card.json's training.warm_start): a fresh Adam, the schedule continued from step 7856 after 200
+# steps of linear re-warm-up; the step count, tokens, time and log carry on. Stopped by SIGTERM at the session's time
+# limit at step 10727, after 124 minutes of training. Commit b1bffb8 (BLEU 11.28).
+rm -rf runs/news-small            # as it was: no state to resume (warm_start seeds the run's log from the checkpoint)
+timeout --preserve-status --signal=TERM 126m \
+    python scripts/train.py "${BF16[@]}" --init-from checkpoints/news-small --rewarm 200
+
+# Session 6: --resume from that run's state, same arguments (the state carries the warm start; --resume ignores
+# --init-from), for 3872 more steps to 14599, 122 minutes, stopped by SIGTERM again. Commit 29b9558 (BLEU 12.55).
+timeout --preserve-status --signal=TERM 124m \
+    python scripts/train.py "${BF16[@]}" --init-from checkpoints/news-small --rewarm 200 --resume
+
+# Session 7, three segments. First a --resume that stopped at step 15221 after 19 minutes: known only from the log
+# (an end-of-run validation and snapshot at 15221); the card's notes do not mention it, nor how it was stopped.
+timeout --preserve-status --signal=TERM 21m \
+    python scripts/train.py "${BF16[@]}" --init-from checkpoints/news-small --rewarm 200 --resume
+# Then --resume for 349 steps, to step 15570 (the notes name this one; how it was stopped is not recorded).
+timeout --preserve-status --signal=TERM 13m \
+    python scripts/train.py "${BF16[@]}" --init-from checkpoints/news-small --rewarm 200 --resume
+# Then from step 15570 with a COOL-DOWN: --max-steps 19000 --cooldown 3000 (in card.json's training.cooldown): from
+# step 16000 the learning rate is the schedule's times 1 - sqrt(progress) (Hägele et al. 2024), 0 at step 19000.
+# Stopped by SIGTERM at the session's end at step 18565 (99 minutes), where the learning rate was 7% of the
+# schedule's: card.json's stopped_by "signal". Commit 28c01c8: the shipped weights, the average of the saves at
+# steps 17388, 17695, 18004, 18314 and 18565.
+timeout --preserve-status --signal=TERM 101m \
+    python scripts/train.py "${BF16[@]}" --init-from checkpoints/news-small --rewarm 200 --resume \
+    --max-steps 19000 --cooldown 3000
+# To go on from here, warm-start again (--init-from, a fresh Adam and a re-warm-up): --resume with a later
+# --max-steps would jump the learning rate back up.
+
+# The scores on the card (each writes its own key of card.json): newstest2014 BLEU/chrF with beam 4, the pronoun
+# test, word alignment against the RWTH gold, and the dev sentences of the Queries-and-keys page.
+python scripts/evaluate.py checkpoints/news-small --split test
+python scripts/evaluate_pronouns.py checkpoints/news-small
+python scripts/evaluate_alignment.py checkpoints/news-small
+python scripts/make_qk_sample.py
+
+# The model card. The prose fields of card.json (notes, data_notes, training_notes, evaluation_notes,
+# limitations), its "demo" sentences and its "recipe" were written by hand; this renders CARD.md from card.json.
+python scripts/write_card.py checkpoints/news-small

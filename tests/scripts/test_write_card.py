@@ -1,0 +1,68 @@
+"""scripts/write_card.py: CARD.md as a model card with headed sections, made from card.json."""
+import json
+
+import pytest
+
+from core.checkpoint import Card, read_card
+from core.paths import CHECKPOINTS
+from scripts import write_card
+from scripts.write_card import card_markdown
+
+SECTIONS = ["Model", "Training data", "Training procedure", "Evaluation", "Limitations", "How to reproduce"]
+
+
+def headings(md: str) -> list[str]:
+    return [line[3:] for line in md.splitlines() if line.startswith("## ")]
+
+
+def section(md: str, title: str) -> str:
+    return md.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_each_prose_field_opens_its_own_section():
+    card = Card(name="c", notes="WHAT IT IS", data_notes="WHAT IT READ", training_notes="HOW IT LEARNED",
+                evaluation_notes="HOW IT DID", limitations="WHAT IT CANNOT", recipe="scripts/recipes/c.sh",
+                training={"preset": "tiny", "steps": 10, "epochs": 1.0}, parameters=1000,
+                data={"folder": "data/x", "prep_report": {"corpus": "../shared/data/x", "spm_vocab_size": 300,
+                                                          "settings": {"model_type": "bpe", "byte_fallback": True},
+                                                          "splits": {"train": {"pairs_in": 12, "pairs_out": 10,
+                                                                               "dropped": {"empty": 2, "ratio": 0}},
+                                                                     "valid": {"pairs_out": 3}}}},
+                test={"sentences": 3, "beam": 4, "alpha": 0.6, "bleu": 1.5, "chrf": 9.0})
+    md = card_markdown(card, {"N": 2, "h": 4})
+    assert md.startswith("# c\n") and headings(md) == SECTIONS
+    for title, text in zip(SECTIONS, ["WHAT IT IS", "WHAT IT READ", "HOW IT LEARNED", "HOW IT DID", "WHAT IT CANNOT"]):
+        assert section(md, title).startswith(f"\n{text}\n")
+    assert "Architecture: N=2, h=4" in section(md, "Model")
+    assert "12 in, 10 kept (dropped: 2 empty)" in section(md, "Training data") and "300 pieces" in md
+    assert "Recipe: `scripts/recipes/c.sh`" in section(md, "Training procedure")
+    assert "test (3 sentences, beam 4, alpha 0.6): BLEU 1.5, chrF 9.0" in section(md, "Evaluation")
+    assert "bash scripts/recipes/c.sh" in section(md, "How to reproduce")
+    assert "python scripts/evaluate.py checkpoints/c --split test" in section(md, "How to reproduce")
+    assert card_markdown(card.to_dict(), {"N": 2, "h": 4}) == md             # a card.json dict reads as a Card
+
+
+def test_an_old_card_with_one_notes_paragraph_still_renders():
+    md = card_markdown({"name": "old", "notes": "everything in one paragraph", "training": {"steps": 5}})
+    assert headings(md) == ["Model", "Training procedure", "How to reproduce"]
+    assert "everything in one paragraph" in section(md, "Model") and "No recipe was recorded" in md
+    assert headings(card_markdown(Card(name="x", trained_here=False, source="elsewhere"))) == ["Model"]
+
+
+@pytest.mark.parametrize("name", ["news-small", "multi30k-small"])
+def test_the_shipped_card_md_is_made_from_card_json(name):
+    """Regenerate with: python scripts/write_card.py checkpoints/NAME."""
+    folder = CHECKPOINTS / name
+    config = json.loads((folder / "config.json").read_text())
+    md = card_markdown(read_card(folder), config)
+    assert (folder / "CARD.md").read_text(encoding="utf-8") == md
+    assert headings(md) == SECTIONS
+
+
+def test_main_adds_notes_and_writes_card_md(tmp_path, capsys):
+    (tmp_path / "card.json").write_text(json.dumps({"name": "t", "zzz": 1}))
+    write_card.main([str(tmp_path), "--notes", "why"])
+    assert json.loads((tmp_path / "card.json").read_text()) == {"name": "t", "zzz": 1, "notes": "why"}
+    assert "why" in section((tmp_path / "CARD.md").read_text(), "Model")
+    with pytest.raises(SystemExit, match="does not exist"):
+        write_card.main([str(tmp_path / "none")])
