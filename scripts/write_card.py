@@ -137,6 +137,8 @@ def evaluation_lines(card: Card) -> list:
                      + ", ".join(f"{k} {pct(v)}" for k, v in (p.get("by_distance") or {}).items()))
     if (card.alignment or {}).get("selected"):
         lines += alignment_lines(card.alignment)
+    if card.syntax:
+        lines += syntax_lines(card.syntax)
     return lines
 
 
@@ -155,6 +157,7 @@ def reproduce_lines(card: Card) -> list:
     evals += [f"python scripts/evaluate_alignment.py {folder}"] if card.alignment else []
     evals += [f"python scripts/evaluate_alignment.py {folder} --as-tokenized"] \
         if (card.alignment or {}).get("as_tokenized_result") else []
+    evals += [f"python scripts/evaluate_syntax.py {folder}"] if card.syntax else []
     if evals:
         out += ["The scores above come from:", "", *(f"    {c}" for c in evals), ""]
     out += [f"This file is made from card.json by `python scripts/write_card.py {folder}`."]
@@ -175,6 +178,18 @@ def alignment_lines(a: dict) -> list[str]:
     if t:
         out.append(f"  - fed the gold's tokenised text unchanged: layer {t['selected']['layer']}, head "
                    f"{t['selected']['head']}, '{t['selected']['shift']}': AER {pct(t['selected']['aer_second_half'])}")
+    return out
+
+
+def syntax_lines(s: dict) -> list[str]:
+    """card["syntax"] (scripts/evaluate_syntax.py) as Markdown lines: the syntactic heads, by relation and layer."""
+    layers = "; ".join(f"layer {layer}: {len(rels)}" for layer, rels in (s.get("layers") or {}).items())
+    out = [f"- Syntax against gold dependency parses ({s.get('sentences')} sentences of `{s.get('conllu')}`, "
+           f"{s.get('relations_scored')} relations and directions; best head and fixed-offset baseline chosen on "
+           f"the first half, accuracy held out; syntactic = at least 10 points over the baseline, Voita et al. "
+           f"2019): " + (f"syntactic heads by layer: {layers}" if layers else "no syntactic head")]
+    out += [f"  - {r['relation']} {r['direction']}: layer {r['layer']}, head {r['head']}: {r['accuracy']}% vs "
+            f"{r['baseline']}% for offset {r['offset']:+d} ({r['n']} arcs)" for r in s.get("syntactic", [])]
     return out
 
 

@@ -48,6 +48,7 @@ class Card:
     test: dict | None = None            # scripts/evaluate.py --split test
     pronouns: dict | None = None        # scripts/evaluate_pronouns.py
     alignment: dict | None = None       # scripts/evaluate_alignment.py
+    syntax: dict | None = None          # scripts/evaluate_syntax.py: syntactic heads by relation and layer
     extra: dict = field(default_factory=dict)       # keys this version does not know, kept as they were
 
     @classmethod
