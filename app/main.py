@@ -6,7 +6,12 @@ started = time.perf_counter()          # this run's start, for log_run
 
 import streamlit as st  # noqa: E402  (after the clock starts: a run's time includes its imports)
 
-from app.common import log_run, sidebar  # noqa: E402
+from app.cache import unpin_checkpoint  # noqa: E402
+from app.run_log import log_run  # noqa: E402
+from app.sidebar import sidebar  # noqa: E402
+from app.startup import set_up_process  # noqa: E402
+
+set_up_process()                       # Plotly's template and torch's threads, before any figure is built
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/search:", layout="wide")
 
@@ -43,4 +48,5 @@ try:
     sidebar(prefer_domain=next((d for f, d in PAGE_DOMAIN.items() if nav.url_path == Path(f).stem), None))
     nav.run()
 finally:                                # also when a page stops early (st.stop)
+    unpin_checkpoint()                  # the next rerun looks at the checkpoint's files again
     log_run(started, nav.url_path)

@@ -132,6 +132,32 @@ def display_pieces(pieces: list[str]) -> list[str]:
     return out
 
 
+def is_punctuation(text: str) -> bool:
+    """Whether a character, word or piece is made only of punctuation (Unicode category P: . , ; : ! ? - quotes,
+    brackets), after SentencePiece's ▁ word marker. A byte-fallback piece such as "<0x2E>" counts by the ASCII
+    character it stands for. The project's one test of punctuation: head scores, word matching, pronoun forms."""
+    code = piece_byte(text)
+    if code is not None and code < 0x80:
+        text = chr(code)
+    text = text.lstrip(WORD_START)
+    return bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
+
+
+def strip_punctuation(word: str) -> str:
+    """The word without the punctuation around it: '„Its,' -> 'Its'; punctuation inside it ('U.S' of 'U.S.') stays."""
+    start, end = 0, len(word)
+    while start < end and is_punctuation(word[start]):
+        start += 1
+    while end > start and is_punctuation(word[end - 1]):
+        end -= 1
+    return word[start:end]
+
+
+def bare_word(word: str) -> str:
+    """A word in lower case without the punctuation around it, to compare words: 'Its,' -> 'its'."""
+    return strip_punctuation(word).lower()
+
+
 def merge_words(pieces: list[str], ids: list[int] | None = None) -> list[str]:
     """Pieces -> words (pieces joined, the ▁ marker removed, byte-fallback pieces turned back into text)."""
     ids = word_ids(pieces) if ids is None else ids

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures.attention import COLORSCALE, tick_labels
+from app.figures.tokens import tick_labels, token_axes, token_heatmap, token_keys
 
 # how each kind of link is drawn: (legend name, marker symbol, colour)
 LINK_STYLE = {
@@ -24,11 +24,12 @@ LINK_STYLE = {
 
 
 def _links_trace(links, kind: str, rows, cols, size: int) -> go.Scatter:
-    """Markers on the cells of a set of (t, s) links, with both words in the hover text."""
+    """Markers on the cells of a set of (t, s) links, with both words in the hover text (rows, cols: tick labels)."""
     name, symbol, colour = LINK_STYLE[kind]
     links = sorted(links)
+    x, y = token_keys(cols), token_keys(rows)                 # the heatmap's categories
     return go.Scatter(
-        x=[s for _, s in links], y=[t for t, _ in links], mode="markers", name=name,
+        x=[x[s] for _, s in links], y=[y[t] for t, _ in links], mode="markers", name=name,
         marker=dict(symbol=symbol, color=colour, size=size, line=dict(width=2, color=colour)),
         hovertext=[f"{rows[t]} ↔ {cols[s]}: {name}" for t, s in links], hoverinfo="text")
 
@@ -46,10 +47,7 @@ def alignment_figure(attn: np.ndarray, rows: list[str], cols: list[str], links: 
     panels = 2 if gold is not None else 1
     fig = make_subplots(rows=1, cols=panels, horizontal_spacing=0.08, subplot_titles=(
         ("attention and this head's links", "human gold links") if panels == 2 else None))
-    fig.add_trace(go.Heatmap(z=attn, x=list(range(C)), y=list(range(R)), colorscale=COLORSCALE, zmin=0.0,
-                             zmax=max(float(attn.max(initial=0.0)), 1e-6), colorbar=dict(title="weight", thickness=12),
-                             customdata=[[f"{r} → {c}" for c in cl] for r in rl],
-                             hovertemplate="%{customdata}: %{z:.3f}<extra></extra>"), row=1, col=1)
+    fig.add_trace(token_heatmap(attn, rows, cols, hover="tokens"), row=1, col=1)
     size = int(np.clip(300 / max(R, C, 1), 6, 14))
     for kind, found in links.items():
         if found:
@@ -59,11 +57,11 @@ def alignment_figure(attn: np.ndarray, rows: list[str], cols: list[str], links: 
             if found:
                 fig.add_trace(_links_trace(found, kind, rl, cl, size), row=1, col=panels)
     for k in range(1, panels + 1):
-        fig.update_xaxes(tickvals=list(range(C)), ticktext=cl, tickangle=-60, range=[-0.5, C - 0.5], automargin=True,
-                         showgrid=k == 2, gridcolor="#eee", title_text="English (source)", row=1, col=k)
-        fig.update_yaxes(tickvals=list(range(R)), ticktext=rl, range=[R - 0.5, -0.5], automargin=True,
-                         showgrid=k == 2, gridcolor="#eee", row=1, col=k, showticklabels=k == 1,
-                         title_text="German (target)" if k == 1 else None)
+        token_axes(fig, rows, cols, row=1, col=k,
+                   x=dict(tickangle=-60, range=[-0.5, C - 0.5], showgrid=k == 2, gridcolor="#eee",
+                          title_text="English (source)"),
+                   y=dict(range=[R - 0.5, -0.5], showgrid=k == 2, gridcolor="#eee", showticklabels=k == 1,
+                          title_text="German (target)" if k == 1 else None))
     # the legend between the title and the panels: below them it would cover the rotated word labels
     fig.update_layout(title=dict(text=tick_labels([title])[0], x=0.0, y=0.995, yref="container", yanchor="top"),
                       plot_bgcolor="white", height=min(320 + 22 * max(R, 6), 1360),

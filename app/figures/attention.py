@@ -5,70 +5,37 @@ Pure builders: arrays and token lists in, Plotly figures out. Rows are the atten
 """
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from app.figures.style import fit_title
-from core.tokenizer import display_pieces
+from app.figures.tokens import (COLORBAR, COLORSCALE, label_font, safe, tick_labels, token_axes, token_heatmap,
+                                top_of_scale)
 from core.views import position
-
-COLORSCALE = "Blues"                       # white at 0: a weight of zero is invisible, as it should be
-
-
-def safe(text: str) -> str:
-    """Escape a label for Plotly, which reads <b>, <br>, <s>… in text as markup (and would hide '</s>')."""
-    return html.escape(str(text), quote=False)
-
-
-def tick_labels(tokens: list[str]) -> list[str]:
-    """Escaped labels, one per position; byte-fallback pieces ("<0x39>") as the characters they stand for."""
-    return [safe(t) for t in display_pieces(tokens)]
-
-
-def _label_font(n: int) -> int:
-    """Smaller tick labels for longer sentences, so that they do not overlap."""
-    return 13 if n <= 25 else 11 if n <= 45 else 10
-
-
-def _top(attn: np.ndarray, zmax: float | None) -> float:
-    """The top of the colour scale: zmax, or (None) the largest weight of this map."""
-    return float(zmax) if zmax else max(float(attn.max(initial=0.0)), 1e-6)
 
 
 def heatmap_figure(attn: np.ndarray, rows: list[str], cols: list[str], title: str = "",
                    zmax: float | None = None, row_title: str = "attending (query)",
                    col_title: str = "attended (key)") -> go.Figure:
-    """One head's [R, C] map as a heatmap; hover shows both tokens and the weight.
+    """One head's [R, C] map as a heatmap (app.figures.tokens.token_heatmap); hover shows both tokens and the weight.
 
     The colour scale runs from 0 to zmax (1: weights compare across heads; None: the largest weight here).
     """
     attn = np.asarray(attn, dtype=np.float32)
     R, C = attn.shape
-    rl, cl = tick_labels(rows), tick_labels(cols)
-    # categories "token (position)": a repeated token keeps its own row, and hover can name both tokens
-    # without a per-cell array of strings (slow to build and to send for long sentences)
-    ys, xs = [f"{t} ({position(i)})" for i, t in enumerate(rl)], [f"{t} ({position(j)})" for j, t in enumerate(cl)]
-    fig = go.Figure(go.Heatmap(
-        z=attn, x=xs, y=ys, colorscale=COLORSCALE,
-        zmin=0.0, zmax=_top(attn, zmax),
-        colorbar=dict(title="weight", thickness=12),
-        hovertemplate="%{y} → %{x}<br>weight %{z:.3f}<extra></extra>"))
+    fig = go.Figure(token_heatmap(attn, rows, cols, zmax=zmax))
     cell = max(14, min(28, 700 // max(R, C, 1)))      # pixels per row: never too thin to read a label
     # explicit margins for the labels: kaleido's PNG/SVG export does not always grow them by itself
     def longest(labels):
         return max((len(t) for t in labels), default=1)
     fig.update_layout(title=dict(text=safe(title), x=0.0), height=R * cell + 230, plot_bgcolor="white",
                       margin=dict(l=40 + 8 * min(longest(rows), 20), r=10, t=50, b=50 + 7 * min(longest(cols), 20)))
-    fig.update_xaxes(type="category", tickmode="array", tickvals=xs, ticktext=cl, tickangle=-60 if C <= 30 else -90,
-                     tickfont=dict(size=_label_font(C)), title=dict(text=col_title, standoff=12), automargin=True,
-                     showgrid=False)
-    fig.update_yaxes(type="category", tickmode="array", tickvals=ys, ticktext=rl, autorange="reversed",
-                     tickfont=dict(size=_label_font(R)), title=dict(text=row_title, standoff=12), automargin=True,
-                     showgrid=False)
-    return fig
+    return token_axes(fig, rows, cols,
+                      x=dict(tickangle=-60 if C <= 30 else -90, tickfont=dict(size=label_font(C)),
+                             title=dict(text=col_title, standoff=12), showgrid=False),
+                      y=dict(tickfont=dict(size=label_font(R)), title=dict(text=row_title, standoff=12),
+                             showgrid=False))
 
 
 def heatmap_from_frame(frame: dict, attn: np.ndarray, title: str = "", zmax: float | None = None) -> go.Figure:
@@ -82,7 +49,7 @@ def heatmap_from_frame(frame: dict, attn: np.ndarray, title: str = "", zmax: flo
     are new dicts.
     """
     attn = np.asarray(attn, dtype=np.float32)
-    trace = {**frame["data"][0], "z": attn, "zmax": _top(attn, zmax)}
+    trace = {**frame["data"][0], "z": attn, "zmax": top_of_scale(attn, zmax)}
     layout = {**frame["layout"], "title": {**frame["layout"]["title"], "text": safe(title)}}
     return go.Figure({"data": [trace], "layout": layout}, _validate=False)
 
@@ -125,14 +92,14 @@ def model_view_figure(maps: np.ndarray, rows: list[str], cols: list[str], title:
         fig.add_shape(type="rect", x0=left[h] - 0.5 - gap / 3, x1=left[h] + C - 0.5 + gap / 3,
                       y0=top[layer] - 0.5 - gap / 3, y1=top[layer] + R - 0.5 + gap / 3,
                       line=dict(color="crimson", width=3))
-    zmax = float(zmax) if zmax else max(float(maps.max(initial=0.0)), 1e-6)
+    zmax = top_of_scale(maps, zmax)
     fig.update_xaxes(tickmode="array", tickvals=left + (C - 1) / 2, ticktext=[f"head {h + 1}" for h in range(H)],
                      side="top", showgrid=False, zeroline=False)
     fig.update_yaxes(tickmode="array", tickvals=top + (R - 1) / 2, ticktext=[f"layer {i + 1}" for i in range(L)],
                      autorange="reversed", showgrid=False, zeroline=False)
     fig.update_layout(
         title=dict(text=safe(title), x=0.0), plot_bgcolor="white", hovermode="closest", clickmode="event+select",
-        coloraxis=dict(colorscale=COLORSCALE, cmin=0.0, cmax=zmax, colorbar=dict(title="weight", thickness=12)),
+        coloraxis=dict(colorscale=COLORSCALE, cmin=0.0, cmax=zmax, colorbar=COLORBAR),
         height=int(L * 105 * np.clip(R / C, 0.6, 1.6) + 90), margin=dict(l=70, r=10, t=70, b=10))
     return fig
 
@@ -209,7 +176,7 @@ def head_view_figure(tokens_left: list[str], tokens_right: list[str], attn: np.n
         px, py = pos(side, np.arange(len(toks)))
         text = [f"<b>{t}</b>" if side == 0 and i == focus else t for i, t in enumerate(toks)]
         ink = ["crimson" if side == 0 and i == focus else "#222" for i in range(len(toks))]
-        size = _label_font(max(T, S)) + 1
+        size = label_font(max(T, S)) + 1
         fig.add_trace(go.Scatter(
             x=px, y=py, mode="markers" if rows_mode else "markers+text",
             text=text, textposition="middle left" if side == 0 else "middle right", textfont=dict(size=size, color=ink),

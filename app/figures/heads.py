@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures.attention import tick_labels
+from app.figures.tokens import token_axes, token_heatmap
 
 
 def one_based(table: pd.DataFrame) -> pd.DataFrame:
@@ -33,25 +33,16 @@ def head_grid(grid: np.ndarray, title: str, label: str, zmin=None, zmax=None,
     return fig
 
 
-def _token_heatmap(z, rows, cols, colorscale="Blues", zmin=0.0, zmax=None, zmid=None, showscale=True):
-    """One attention map as a heatmap trace: rows are queries (top to bottom), columns are keys."""
-    rows, cols = tick_labels(rows), tick_labels(cols)   # escaped, bytes shown
-    Tq, Tk = len(rows), len(cols)
-    hover = [[f"{rows[i]} → {cols[j]}" for j in range(Tk)] for i in range(Tq)]
-    return go.Heatmap(z=z, x=list(range(Tk)), y=list(range(Tq)), colorscale=colorscale, zmin=zmin, zmax=zmax,
-                      zmid=zmid, showscale=showscale, customdata=hover,
-                      hovertemplate="%{customdata}: %{z:.3f}<extra></extra>")
-
-
 def _token_axes(fig, rows, cols, n_panels):
-    rows, cols = tick_labels(rows), tick_labels(cols)   # escaped, bytes shown
     for k in range(1, n_panels + 1):
-        fig.update_xaxes(tickvals=list(range(len(cols))), ticktext=cols, tickangle=-60, automargin=True,
-                         row=1, col=k)
-        fig.update_yaxes(tickvals=list(range(len(rows))), ticktext=rows, autorange="reversed", automargin=True,
-                         row=1, col=k, showticklabels=k == 1)
+        token_axes(fig, rows, cols, x=dict(tickangle=-60), y=dict(showticklabels=k == 1), row=1, col=k)
     size = max(len(rows), 6)
     fig.update_layout(height=min(300 + 18 * size, 1200), margin=dict(l=80, r=10, t=80, b=80))
+
+
+def _map(z, rows, cols, zmax, **options) -> go.Heatmap:
+    """One map of a side-by-side figure: the token heatmap, hover naming the tokens, no colour bar title."""
+    return token_heatmap(z, rows, cols, zmax=zmax, colorbar=None, hover="tokens", **options)
 
 
 def maps_side_by_side(left: np.ndarray, right: np.ndarray, rows: list[str], cols: list[str],
@@ -59,8 +50,8 @@ def maps_side_by_side(left: np.ndarray, right: np.ndarray, rows: list[str], cols
     """Two attention maps over the same tokens, on one colour scale (e.g. rollout beside raw attention)."""
     zmax = float(max(left.max(), right.max(), 1e-9))
     fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.06)
-    fig.add_trace(_token_heatmap(left, rows, cols, zmax=zmax), row=1, col=1)
-    fig.add_trace(_token_heatmap(right, rows, cols, zmax=zmax, showscale=False), row=1, col=2)
+    fig.add_trace(_map(left, rows, cols, zmax), row=1, col=1)
+    fig.add_trace(_map(right, rows, cols, zmax, showscale=False), row=1, col=2)
     _token_axes(fig, rows, cols, 2)
     fig.update_layout(title=title)
     return fig
@@ -74,9 +65,9 @@ def comparison_maps(a: np.ndarray, b: np.ndarray, rows: list[str], cols: list[st
     dmax = float(max(np.abs(diff).max(), 0.01))          # a floor, so that "no difference" reads as 0, not noise
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.05,
                         subplot_titles=(names[0], names[1], f"difference: {names[1]} − {names[0]}"))
-    fig.add_trace(_token_heatmap(a, rows, cols, zmax=zmax, showscale=False), row=1, col=1)
-    fig.add_trace(_token_heatmap(b, rows, cols, zmax=zmax, showscale=False), row=1, col=2)
-    fig.add_trace(_token_heatmap(diff, rows, cols, colorscale="RdBu_r", zmin=-dmax, zmax=dmax, zmid=0.0), row=1, col=3)
+    fig.add_trace(_map(a, rows, cols, zmax, showscale=False), row=1, col=1)
+    fig.add_trace(_map(b, rows, cols, zmax, showscale=False), row=1, col=2)
+    fig.add_trace(_map(diff, rows, cols, dmax, colorscale="RdBu_r", zmin=-dmax, zmid=0.0), row=1, col=3)
     _token_axes(fig, rows, cols, 3)
     fig.update_layout(title=title)
     return fig

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from app.figures.attention import head_view_figure, safe
+from app.figures.attention import head_view_figure
 from app.figures.heads import one_based
+from app.figures.tokens import safe
 from core.studies import paper_figures as pf
 from core.views import AttentionView
 
@@ -33,7 +34,7 @@ def paper_figure(view: AttentionView, layer: int, heads: list[int], focus: str |
     """
     focus_at = None
     if focus is not None:
-        focus_at = (pf.find_words(view.rows, focus) if view.level == "words" else pf.locate(view.rows, focus))[0]
+        focus_at = (pf.find_words(view.rows, focus) if view.level == "words" else pf.find_pieces(view.rows, focus))[0]
     return head_view_figure(view.rows, view.cols, view.maps[layer], heads=heads, focus=focus_at, title=title,
                             layout=layout)
 

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from app.figures.attention import heatmap_figure, safe
+from app.figures.attention import heatmap_figure
+from app.figures.tokens import safe
 from core.studies.pronouns import is_feminine_form
 from core.views import AttentionView
 

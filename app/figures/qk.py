@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures.attention import safe
+from app.figures.tokens import safe
 from core.studies.qk import HeadPoints
 from core.tokenizer import WORD_START
 

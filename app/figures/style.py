@@ -1,7 +1,7 @@
 """Readable figures: dark text big enough for a screen, and bigger still for a projector ("presenter").
 
 One place decides the type sizes of every figure. For Plotly that is a template, installed as Plotly's
-default by app.common, so a figure gets it when it is built, at no cost per figure (setting fonts on a
+default by app.startup.set_up_process, so a figure gets it when it is built, at no cost per figure (setting fonts on a
 figure afterwards goes through Plotly's validation: hundreds of milliseconds on a busy machine).
 The app draws Plotly figures with theme=None, as Streamlit's own theme would replace these defaults
 with its ~12 px grey text. Presenter mode returns a copy with every size x1.5 (slower; only when asked).

@@ -1,14 +1,15 @@
 """Alignment: does a cross-attention head link each German word with the English word it translates?
 
-The math is in core.studies.alignment, the figures in app.figures.alignment. Gold pairs are read in place
-from ../shared/eval/rwth-deen-alignment (or ATTN_EXPLORER_ALIGNMENT_GOLD), never copied.
+The math is in core.studies.alignment (cached by app.cache), the figures in app.figures.alignment. Gold pairs are
+read in place from ../shared/eval/rwth-deen-alignment (or ATTN_EXPLORER_ALIGNMENT_GOLD), never copied.
 """
 import os
 
 import numpy as np
 import streamlit as st
 
-from app.common import get_attention, model_or_stop, show_figure
+from app import cache
+from app.display import show_figure
 from app.figures import alignment as figs
 from core.studies import alignment as al
 
@@ -21,15 +22,6 @@ OWN = "Your own sentence"
 
 def gold_folder() -> str:
     return os.environ.get("ATTN_EXPLORER_ALIGNMENT_GOLD") or str(al.DEFAULT_GOLD)
-
-
-@st.cache_data(show_spinner=False, max_entries=4)
-def gold_pairs(folder: str):
-    """(pairs, None), or (None, why not) when the gold data is not there."""
-    try:
-        return al.read_gold(folder), None
-    except al.AlignmentError as e:
-        return None, str(e)
 
 
 def label(layer, head) -> str:
@@ -51,32 +43,30 @@ def live_report(model, pairs: list, as_tokenized: bool) -> dict:
     return al.report(ev)
 
 
-name, model = model_or_stop()
-cfg = model.cfg
-st.title("Alignment")
-st.caption("Does a head of the encoder-decoder attention link each German word with the English word it "
-           "translates? Its links are compared with links drawn by people.")
-st.markdown(AER_TEXT)
+def start_on_best_head(name: str, cfg, best: dict) -> None:
+    """A checkpoint (newly) picked: start on the head its card chose; keep the layer and head within its sizes."""
+    if st.session_state.get("al_for") != name:
+        st.session_state.update(al_for=name, al_layer=best.get("layer", 1), al_head=best.get("head", 1),
+                                al_shift=best.get("shift", "read"))
+    if st.session_state.al_layer not in (*range(1, cfg.N_dec + 1), "all"):      # another checkpoint, fewer layers
+        st.session_state.al_layer = 1
+    if st.session_state.al_head not in (*range(1, cfg.h + 1), "mean"):
+        st.session_state.al_head = 1
 
-pairs, why = gold_pairs(gold_folder())
-card = model.card.alignment or {}
-best = card.get("selected") or {}
-if st.session_state.get("al_for") != name:        # a checkpoint (newly) picked: start on its best head
-    st.session_state.update(al_for=name, al_layer=best.get("layer", 1), al_head=best.get("head", 1),
-                            al_shift=best.get("shift", "read"))
-if st.session_state.al_layer not in (*range(1, cfg.N_dec + 1), "all"):      # another checkpoint, fewer layers
-    st.session_state.al_layer = 1
-if st.session_state.al_head not in (*range(1, cfg.h + 1), "mean"):
-    st.session_state.al_head = 1
 
-# ---------------------------------------------------------------- the sentence pair
-sources = (["gold", OWN] if pairs else [OWN])
-mode = st.radio("Sentence pair", sources, horizontal=True, key="al_mode",
-                format_func=lambda m: "A pair with human gold links (RWTH German-English)" if m == "gold" else m)
-if not pairs:
-    st.info(f"No gold alignments found, so only your own sentences can be aligned here ({why}).")
-pair, tokenized = None, False
-if mode == "gold":
+def sentence_pair(pairs, why):
+    """(gold pair or None, its number (0-based) or None, English, German or None, tokenised?): a gold pair or the
+    reader's own sentences."""
+    sources = (["gold", OWN] if pairs else [OWN])
+    mode = st.radio("Sentence pair", sources, horizontal=True, key="al_mode",
+                    format_func=lambda m: "A pair with human gold links (RWTH German-English)" if m == "gold" else m)
+    if not pairs:
+        st.info(f"No gold alignments found, so only your own sentences can be aligned here ({why}).")
+    if mode != "gold":
+        c1, c2 = st.columns(2)
+        src = c1.text_input("English sentence", "The Commission presented its report yesterday.", key="al_src")
+        tgt = c2.text_input("German translation (empty: the model's own)", "", key="al_tgt").strip() or None
+        return None, None, src, tgt, False
     c1, c2 = st.columns([1, 3])
     k = c1.number_input(f"Pair (1 to {len(pairs)})", 1, len(pairs), 1, key="al_pair")
     tokenized = c2.toggle("Feed the gold's tokenised text (spaces around punctuation)", key="al_tokenized",
@@ -86,65 +76,55 @@ if mode == "gold":
     st.markdown(f"**English:** {' '.join(pair.src_words)}  \n**German:** {' '.join(pair.tgt_words)}")
     st.caption("The model translates English → German, so English is its source and the German sentence is "
                "fed to the decoder (teacher forcing).")
-else:
-    c1, c2 = st.columns(2)
-    src = c1.text_input("English sentence", "The Commission presented its report yesterday.", key="al_src")
-    tgt = c2.text_input("German translation (empty: the model's own)", "", key="al_tgt").strip() or None
+    return pair, int(k) - 1, src, tgt, tokenized
 
-try:
-    res = get_attention(name, src, tgt)
-    if pair is not None:
-        src_slots, tgt_slots = al.gold_slots(res, pair)
-        cols, rows = pair.src_words, pair.tgt_words
-    else:
-        src_slots, tgt_slots, cols, rows = al.own_words(res)
-except ValueError as e:                      # AlignmentError included: worded for the reader
-    st.warning(f"This pair cannot be aligned: {e}.")
-    st.stop()
-if pair is None and tgt is None:
-    st.markdown(f"**The model's translation:** {res.tgt}")
 
-# ---------------------------------------------------------------- the head and its links
-c1, c2, c3, c4 = st.columns(4)
-layer = c1.selectbox("Layer", [*range(1, cfg.N_dec + 1), "all"], key="al_layer",
-                     format_func=lambda v: "all layers" if v == "all" else f"{v} of {cfg.N_dec}")
-head = c2.selectbox("Head", [*range(1, cfg.h + 1), "mean"], key="al_head", disabled=layer == "all",
-                    format_func=lambda h: "mean of the heads" if h == "mean" else f"{h} of {cfg.h}")
-shift = c3.radio("Shift", list(al.SHIFTS), key="al_shift", help=" · ".join(f"{k}: {v}" for k, v in al.SHIFTS.items()))
-method = c4.radio("Links", list(al.METHODS), key="al_method",
-                  help=" · ".join(f"{k}: {v}" for k, v in al.METHODS.items()))
-threshold = st.slider("Threshold", 0.05, 0.95, 0.5, 0.05, key="al_threshold") if method == "threshold" else 0.5
-head = "mean" if layer == "all" else head
+def head_controls(cfg) -> tuple:
+    """(layer, head, shift, method, threshold) of the candidate to draw."""
+    c1, c2, c3, c4 = st.columns(4)
+    layer = c1.selectbox("Layer", [*range(1, cfg.N_dec + 1), "all"], key="al_layer",
+                         format_func=lambda v: "all layers" if v == "all" else f"{v} of {cfg.N_dec}")
+    head = c2.selectbox("Head", [*range(1, cfg.h + 1), "mean"], key="al_head", disabled=layer == "all",
+                        format_func=lambda h: "mean of the heads" if h == "mean" else f"{h} of {cfg.h}")
+    shift = c3.radio("Shift", list(al.SHIFTS), key="al_shift",
+                     help=" · ".join(f"{k}: {v}" for k, v in al.SHIFTS.items()))
+    method = c4.radio("Links", list(al.METHODS), key="al_method",
+                      help=" · ".join(f"{k}: {v}" for k, v in al.METHODS.items()))
+    threshold = st.slider("Threshold", 0.05, 0.95, 0.5, 0.05, key="al_threshold") if method == "threshold" else 0.5
+    return layer, "mean" if layer == "all" else head, shift, method, threshold
 
-attn = al.select(al.word_maps(res, shift, src_slots, tgt_slots), layer, head)
-mask = al.predict(attn, method, threshold)
-links, gold = {"model": al.link_set(mask)}, None
-if pair is not None:
-    links = al.classify(links["model"], pair.sure, pair.possible)
-    gold = {"sure": pair.sure, "possible": pair.possible - pair.sure}
-    sc = al.scores(al.counts(mask, *al.gold_masks(pair)))
-    m1, m2, m3 = st.columns(3)
-    m1.metric("AER of this pair", pct(sc["aer"]), help="Lower is better.")
-    m2.metric("Precision", pct(sc["precision"]), help="Share of its links that are sure or possible gold links.")
-    m3.metric("Recall", pct(sc["recall"]), help="Share of the sure gold links it found.")
-title = f"{label(layer, head)}, shift '{shift}', {method}"
-show_figure(figs.alignment_figure(attn, rows, cols, links, gold, title), f"alignment_{layer}_{head}_{shift}",
-            key="al_map")
-st.caption(f"Shift '{shift}': {al.SHIFTS[shift]}. Rows are German words, columns English words; a word's row is "
-           "the mean of its pieces' rows, its column the sum of its pieces' columns, renormalised without </s>.")
 
-# ---------------------------------------------------------------- every head
-st.subheader("Every head, scored on the gold pairs")
-result = card if card.get("grid") else st.session_state.get(f"al_live_{name}")
-if not card.get("grid"):
-    st.info("This checkpoint's card has no alignment scores yet (scripts/evaluate_alignment.py writes them)."
-            + (" You can score its heads here on the first gold pairs." if pairs else ""))
-    if pairs:
-        n = st.number_input("Pairs to score", 2, len(pairs), min(50, len(pairs)), key="al_live_n")
-        if st.button("Score every head", key="al_live_go"):
-            result = live_report(model, pairs[: int(n)], tokenized)
-            st.session_state[f"al_live_{name}"] = result
-if result and result.get("grid"):
+def head_map(maps: al.SentenceMaps, pair, choice: tuple) -> None:
+    """The candidate's map with its links, and with gold its scores on this pair."""
+    layer, head, shift, method, threshold = choice
+    found = al.head_links(maps, layer, head, shift, method, threshold, pair)
+    if found.scores is not None:
+        m1, m2, m3 = st.columns(3)
+        m1.metric("AER of this pair", pct(found.scores["aer"]), help="Lower is better.")
+        m2.metric("Precision", pct(found.scores["precision"]),
+                  help="Share of its links that are sure or possible gold links.")
+        m3.metric("Recall", pct(found.scores["recall"]), help="Share of the sure gold links it found.")
+    title = f"{label(layer, head)}, shift '{shift}', {method}"
+    show_figure(figs.alignment_figure(found.attn, maps.rows, maps.cols, found.links, found.gold, title),
+                f"alignment_{layer}_{head}_{shift}", key="al_map")
+    st.caption(f"Shift '{shift}': {al.SHIFTS[shift]}. Rows are German words, columns English words; a word's row is "
+               "the mean of its pieces' rows, its column the sum of its pieces' columns, renormalised without </s>.")
+
+
+def every_head(name: str, model, card: dict, pairs, tokenized: bool) -> None:
+    """Every head's AER on the gold pairs: from the card, or scored here on demand."""
+    st.subheader("Every head, scored on the gold pairs")
+    result = card if card.get("grid") else st.session_state.get(f"al_live_{name}")
+    if not card.get("grid"):
+        st.info("This checkpoint's card has no alignment scores yet (scripts/evaluate_alignment.py writes them)."
+                + (" You can score its heads here on the first gold pairs." if pairs else ""))
+        if pairs:
+            n = st.number_input("Pairs to score", 2, len(pairs), min(50, len(pairs)), key="al_live_n")
+            if st.button("Score every head", key="al_live_go"):
+                result = live_report(model, pairs[: int(n)], tokenized)
+                st.session_state[f"al_live_{name}"] = result
+    if not (result and result.get("grid")):
+        return
     s, b, d = result["selected"], result["best_layer"], result["diagonal"]
     show_figure(figs.aer_grid_figure(result["grid"], f"AER of every head on {result['scored']} pairs (%)", s),
                 "alignment_aer_grid", key="al_grid")
@@ -154,3 +134,24 @@ if result and result.get("grid"):
         f"Best layer: **{label(b['layer'], b['head'])}**, shift '{b['shift']}': AER {pct(b['aer_second_half'])}. "
         f"Diagonal baseline (each German word linked to the English word at the same relative position): "
         f"{pct(d['aer_second_half'])}.")
+
+
+ckpt, model = cache.model_or_stop()
+st.title("Alignment")
+st.caption("Does a head of the encoder-decoder attention link each German word with the English word it "
+           "translates? Its links are compared with links drawn by people.")
+st.markdown(AER_TEXT)
+folder = gold_folder()
+pairs, why = cache.gold_pairs(folder)
+card = model.card.alignment or {}
+start_on_best_head(ckpt.name, model.cfg, card.get("selected") or {})
+pair, number, src, tgt, tokenized = sentence_pair(pairs, why)
+try:
+    maps = cache.sentence_maps(ckpt, src, tgt, folder, number)
+except ValueError as e:                      # AlignmentError included: worded for the reader
+    st.warning(f"This pair cannot be aligned: {e}.")
+    st.stop()
+if pair is None and tgt is None:
+    st.markdown(f"**The model's translation:** {maps.translation}")
+head_map(maps, pair, head_controls(model.cfg))
+every_head(ckpt.name, model, card, pairs, tokenized)

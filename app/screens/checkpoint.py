@@ -5,17 +5,20 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app.common import get_emergence, model_or_stop, plain, show_figure
+from app import cache
+from app.display import show_figure
 from app.figures.attention import heatmap_figure
 from app.figures.training import (card_facts, describe_model, emergence_charts, emergence_summary, read_train_log,
                                   training_charts)
+from app.text import md_escape
 from core.checkpoint.snapshots import read_probes, read_snapshot, snapshot_steps
 from core.studies.emergence import appearance
 from core.training.schedule import describe_cooldown
 from core.views import DECODER_ROWS, KINDS, attention_view
 
 st.title("Checkpoint")
-name, model = model_or_stop()
+ckpt, model = cache.model_or_stop()
+name = ckpt.name
 card, folder = model.card, model.folder
 st.write(describe_model(card, model.cfg))
 
@@ -57,7 +60,7 @@ st.write("At every attention snapshot taken during training: the best head for t
          "('making' → 'more difficult') and Figure 4 ('its' → 'Law', the noun 'its' refers to), and, on our own "
          "pronoun sentences (core/probes/anaphora_en.jsonl), how often a head points a pronoun at its antecedent: "
          "the word it attends to most, itself and </s> aside. Diamonds: this checkpoint's final weights.")
-table, unreadable, final = get_emergence(name)
+table, unreadable, final = cache.emergence(ckpt)
 if table is None or table.empty:
     st.info("This checkpoint has no attention snapshots to score over training; only its final weights are scored.")
 else:
@@ -110,4 +113,4 @@ fig = heatmap_figure(snap.maps[layer, head], snap.rows, snap.cols, zmax=1.0,
                      title=f"Step {step:,}: {KINDS[kind].lower()}, layer {layer + 1}, head {head + 1}")
 show_figure(fig, f"{name}_snapshot_{step}_{kind}_l{layer + 1}_h{head + 1}", key="snap_fig")
 if kind != "enc_self":
-    st.caption(plain(DECODER_ROWS))
+    st.caption(md_escape(DECODER_ROWS))

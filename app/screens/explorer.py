@@ -1,15 +1,17 @@
 """Attention explorer: type a sentence, let the model translate it, and look at every attention map.
 
-The page is thin: the model runs once per (checkpoint, sentence, target, decoding) through
-app.common.get_attention (cached), and the figures come from app.figures.attention.
+The page is thin: the model runs once per (checkpoint version, sentence, target, decoding) and each kind of map is
+labelled once per (words or pieces, specials) through app.cache; a head switch only slices the cached view. The
+figures come from app.figures.attention.
 """
-import numpy as np
 import streamlit as st
 
-from app.common import get_attention, model_or_stop, plain, presenter_mode, show_figure
+from app import cache
 from app.demo import default_sentence, examples
-from app.figures.attention import head_view_figure, heatmap_figure, heatmap_from_frame, model_view_figure
-from app.figures.style import readable
+from app.display import clicked_numbers, show_figure
+from app.figures.attention import head_view_figure, heatmap_from_frame, model_view_figure
+from app.sidebar import presenter_mode
+from app.text import md_escape
 from core.tokenizer import display_pieces
 from core.views import DECODER_ROWS, KINDS, SHORT
 
@@ -26,136 +28,135 @@ def use_example(key: str, choices: dict[str, str]):
 
 
 def open_tile():
-    """A click on the model view: make its layer and head the selected ones."""
-    event = st.session_state.get("grid_chart") or {}
-    for point in (event.get("selection") or {}).get("points", []):
-        data = point.get("customdata")           # [layer, head]; a typed array arrives as {"0": l, "1": h}
-        if isinstance(data, dict):
-            data = [data.get("0"), data.get("1")]
-        if isinstance(data, (list, tuple)) and len(data) >= 2 and all(isinstance(x, (int, float)) for x in data[:2]):
-            st.session_state.layer, st.session_state.head = int(data[0]), int(data[1])
-            return
+    """A click on the model view (customdata [layer, head]): make its layer and head the selected ones."""
+    picked = clicked_numbers(st.session_state.get("grid_chart"), 2)
+    if picked:
+        st.session_state.layer, st.session_state.head = int(picked[0]), int(picked[1])
 
 
-name, model = model_or_stop()
-cfg = model.cfg
-EXAMPLES = examples(model.card)                 # sentences like those the checkpoint was trained on
-if "src" not in st.session_state and st.query_params.get("text"):      # a link such as /?text=The+cat+sat.
-    st.session_state.src = st.query_params["text"][:5000]
-# The default sentence follows the checkpoint (captions for a caption model), until someone edits it.
-if st.session_state.get("src") in (None, st.session_state.get("src_default")):
-    st.session_state.src = st.session_state.src_default = default_sentence(model.card)
-for key, default in [("tgt", ""), ("beam", 1), ("kind", "enc_self"),
-                     ("view", "one"), ("layer", min(4, cfg.N - 1)), ("head", 0), ("words", False),
-                     ("specials", True), ("stretch", False), ("hv_layout", "columns")]:
-    st.session_state.setdefault(key, default)
-
-st.title("Attention explorer")
-st.caption("Type a sentence: the model translates it, and every attention weight it used along the way is "
-           "shown below. Rows attend, columns are attended; each row's weights add up to 1.")
-
-left, right = st.columns([3, 2])
-with left:
-    st.selectbox("Start from an example", list(EXAMPLES), key=f"example_{name}", index=None,
-                 on_change=use_example, args=(f"example_{name}", EXAMPLES), placeholder="Pick an example sentence…")
-    src = st.text_area("Sentence to translate", key="src", height=100,
-                       help="Press Ctrl+Enter or click outside the box to translate.")
-with right:
-    beam = st.radio("Decoding", [1, 4], key="beam", horizontal=True,
-                    format_func=lambda b: "greedy" if b == 1 else "beam search (4 beams)",
-                    help="Greedy takes the most likely word at each step; beam search keeps the 4 best partial "
-                         "translations, as in the paper.")
-    tgt = st.text_area("Your own translation (optional)", key="tgt", height=100,
-                       help="Teacher forcing: the decoder reads your words instead of its own, so you can see "
-                            "where it looks while reading a translation you choose.")
-
-try:
-    res = get_attention(name, src, tgt if tgt.strip() else None, beam)
-except ValueError as e:                 # empty input and the like: core words it for a student
-    st.warning(str(e))
-    st.stop()
-except Exception as e:  # noqa: BLE001 the page must stay usable whatever the model does
-    st.error(f"The model could not process this sentence ({type(e).__name__}: {e}). Try a shorter or simpler one.")
-    st.stop()
-for notice in res.notices:
-    st.info(plain(notice))
-
-if res.teacher_forced:
-    st.markdown("**Teacher forcing** on your translation: the maps show where the model looks while reading it.")
-else:
-    st.markdown(f"**The model's translation** ({'greedy' if beam == 1 else 'beam search, 4 beams'}):")
-st.code(res.tgt or "(empty: the model ended the sentence at once)", language=None, wrap_lines=True)
-
-c1, c2 = st.columns([2, 3])
-kind = c1.segmented_control("Attention", list(KINDS), key="kind", format_func=SHORT.get, required=True,
-                            help="Encoder self: the source sentence looks at itself. Decoder self: the translation "
-                                 "looks at the words already written. Encoder-decoder: the translation looks at "
-                                 "the source.")
-view = c2.segmented_control("View", list(VIEWS), key="view", format_func=VIEWS.get, required=True)
-n_layers = cfg.N if kind == "enc_self" else cfg.N_dec
-st.session_state.layer = min(st.session_state.layer, n_layers - 1)    # the decoder may have fewer layers
-st.session_state.head = min(st.session_state.head, cfg.h - 1)
-c1, c2, c3, c4, c5 = st.columns(5)
-layer = c1.selectbox("Layer", range(n_layers), key="layer", format_func=lambda i: f"{i + 1} of {n_layers}")
-head = c2.selectbox("Head", range(cfg.h), key="head", format_func=lambda i: f"{i + 1} of {cfg.h}",
-                    disabled=view == "lines", help="The head view picks its heads below.")
-words = c3.toggle("Whole words", key="words", help="Merge the subword pieces of each word into one row and column.")
-specials = c4.toggle("Show <s> and </s>", key="specials", help="The start and end tokens.")
-stretch = c5.toggle("Stretch colours", key="stretch",
-                    help="Off: the colours run from 0 to 1, so that heads compare (evenly spread attention looks "
-                         "pale). On: from 0 to the largest weight shown, to see detail in faint maps.")
-zmax = None if stretch else 1.0
-
-v = res.view(kind, words=words, specials=specials)     # maps with their labels, by core.views' one convention
-notes = []
-if words:
-    notes.append("Whole words: the attention a word receives is the sum over its pieces, the attention it pays "
-                 "is the mean over its pieces, so rows still add up to 1.")
-else:
-    notes.append("Subword pieces: ▁ marks a piece that starts a word.")
-if not specials:
-    notes.append("<s> and </s> are hidden without renormalising: a row now adds up to less than 1, and what is "
-                 "missing is the weight that went to them." if not v.row_sums_to_one else
-                 "</s> is hidden (nothing attends to it here, so rows still add up to 1).")
-if kind != "enc_self":
-    notes.append(DECODER_ROWS)
-st.caption(plain(" ".join(notes)))
-
-where = f"{KINDS[kind]}, layer {layer + 1} of {n_layers}"
-stem = f"{kind}_layer{layer + 1}"
+def start_values(model) -> None:
+    """The sentence of a link (/?text=...), the checkpoint's own default sentence, and every widget's default."""
+    if "src" not in st.session_state and st.query_params.get("text"):      # a link such as /?text=The+cat+sat.
+        st.session_state.src = st.query_params["text"][:5000]
+    # The default sentence follows the checkpoint (captions for a caption model), until someone edits it.
+    if st.session_state.get("src") in (None, st.session_state.get("src_default")):
+        st.session_state.src = st.session_state.src_default = default_sentence(model.card)
+    for key, default in [("tgt", ""), ("beam", 1), ("kind", "enc_self"),
+                         ("view", "one"), ("layer", min(4, model.cfg.N - 1)), ("head", 0), ("words", False),
+                         ("specials", True), ("stretch", False), ("hv_layout", "columns")]:
+        st.session_state.setdefault(key, default)
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
-def heatmap_frame(rows: tuple, cols: tuple, row_title: str, col_title: str, zmax, presenter: bool) -> dict:
-    """A styled one-head heatmap for these labels as a dict, shared by every session: switching the head (or the
-    layer) only swaps in another map and title (heatmap_from_frame), instead of building a figure (issue 13)."""
-    fig = heatmap_figure(np.zeros((len(rows), len(cols)), np.float32), list(rows), list(cols), zmax=zmax,
-                         row_title=row_title, col_title=col_title)
-    return readable(fig, presenter).to_dict()
+def sentence_inputs(name: str, choices: dict[str, str]) -> tuple[str, str, int]:
+    """(sentence, own translation or "", beams): an example picker, the sentence, the decoding, a translation."""
+    left, right = st.columns([3, 2])
+    with left:
+        st.selectbox("Start from an example", list(choices), key=f"example_{name}", index=None,
+                     on_change=use_example, args=(f"example_{name}", choices), placeholder="Pick an example sentence…")
+        src = st.text_area("Sentence to translate", key="src", height=100,
+                           help="Press Ctrl+Enter or click outside the box to translate.")
+    with right:
+        beam = st.radio("Decoding", [1, 4], key="beam", horizontal=True,
+                        format_func=lambda b: "greedy" if b == 1 else "beam search (4 beams)",
+                        help="Greedy takes the most likely word at each step; beam search keeps the 4 best partial "
+                             "translations, as in the paper.")
+        tgt = st.text_area("Your own translation (optional)", key="tgt", height=100,
+                           help="Teacher forcing: the decoder reads your words instead of its own, so you can see "
+                                "where it looks while reading a translation you choose.")
+    return src, tgt, beam
 
 
-def one_head():
-    frame = heatmap_frame(tuple(v.rows), tuple(v.cols), ROW_TITLES[kind], COL_TITLES[kind], zmax, presenter_mode())
-    fig = heatmap_from_frame(frame, v.maps[layer, head], f"{where}, head {head + 1} of {cfg.h}", zmax)
-    show_figure(fig, f"{stem}_head{head + 1}", key="one_chart", styled=True)
+def translation(ckpt, src: str, tgt: str | None, beam: int):
+    """The AttendResult with its notices and the translation, or a message and st.stop()."""
+    try:
+        res = cache.attend(ckpt, src, tgt, beam)
+    except ValueError as e:                 # empty input and the like: core words it for a student
+        st.warning(str(e))
+        st.stop()
+    except Exception as e:  # noqa: BLE001 the page must stay usable whatever the model does
+        st.error(f"The model could not process this sentence ({type(e).__name__}: {e}). Try a shorter or simpler one.")
+        st.stop()
+    for notice in res.notices:
+        st.info(md_escape(notice))
+    if res.teacher_forced:
+        st.markdown("**Teacher forcing** on your translation: the maps show where the model looks while reading it.")
+    else:
+        st.markdown(f"**The model's translation** ({'greedy' if beam == 1 else 'beam search, 4 beams'}):")
+    st.code(res.tgt or "(empty: the model ended the sentence at once)", language=None, wrap_lines=True)
+    return res
 
 
-if view == "one":
-    one_head()
-elif view == "grid":
+def map_controls(cfg) -> dict:
+    """The kind of attention, the view, layer and head, and the three switches; their values by name."""
+    c1, c2 = st.columns([2, 3])
+    kind = c1.segmented_control("Attention", list(KINDS), key="kind", format_func=SHORT.get, required=True,
+                                help="Encoder self: the source sentence looks at itself. Decoder self: the translation "
+                                     "looks at the words already written. Encoder-decoder: the translation looks at "
+                                     "the source.")
+    view = c2.segmented_control("View", list(VIEWS), key="view", format_func=VIEWS.get, required=True)
+    n_layers = cfg.N if kind == "enc_self" else cfg.N_dec
+    st.session_state.layer = min(st.session_state.layer, n_layers - 1)    # the decoder may have fewer layers
+    st.session_state.head = min(st.session_state.head, cfg.h - 1)
+    c1, c2, c3, c4, c5 = st.columns(5)
+    layer = c1.selectbox("Layer", range(n_layers), key="layer", format_func=lambda i: f"{i + 1} of {n_layers}")
+    head = c2.selectbox("Head", range(cfg.h), key="head", format_func=lambda i: f"{i + 1} of {cfg.h}",
+                        disabled=view == "lines", help="The head view picks its heads below.")
+    words = c3.toggle("Whole words", key="words", help="Merge the subword pieces of each word into one row and column.")
+    specials = c4.toggle("Show <s> and </s>", key="specials", help="The start and end tokens.")
+    stretch = c5.toggle("Stretch colours", key="stretch",
+                        help="Off: the colours run from 0 to 1, so that heads compare (evenly spread attention looks "
+                             "pale). On: from 0 to the largest weight shown, to see detail in faint maps.")
+    return dict(kind=kind, view=view, n_layers=n_layers, layer=layer, head=head, words=words, specials=specials,
+                zmax=None if stretch else 1.0)
+
+
+def conventions(v, c: dict) -> None:
+    """One caption: words or pieces, what hiding <s> and </s> does to the rows, what a decoder row is."""
+    notes = []
+    if c["words"]:
+        notes.append("Whole words: the attention a word receives is the sum over its pieces, the attention it pays "
+                     "is the mean over its pieces, so rows still add up to 1.")
+    else:
+        notes.append("Subword pieces: ▁ marks a piece that starts a word.")
+    if not c["specials"]:
+        notes.append("<s> and </s> are hidden without renormalising: a row now adds up to less than 1, and what is "
+                     "missing is the weight that went to them." if not v.row_sums_to_one else
+                     "</s> is hidden (nothing attends to it here, so rows still add up to 1).")
+    if c["kind"] != "enc_self":
+        notes.append(DECODER_ROWS)
+    st.caption(md_escape(" ".join(notes)))
+
+
+def where(c: dict) -> str:
+    return f"{KINDS[c['kind']]}, layer {c['layer'] + 1} of {c['n_layers']}"
+
+
+def one_head(v, c: dict, n_heads: int) -> None:
+    """The selected head, large: its map swapped into the cached figure frame of these labels."""
+    kind, layer, head = c["kind"], c["layer"], c["head"]
+    frame = cache.heatmap_frame(tuple(v.rows), tuple(v.cols), ROW_TITLES[kind], COL_TITLES[kind], c["zmax"],
+                                presenter_mode())
+    fig = heatmap_from_frame(frame, v.maps[layer, head], f"{where(c)}, head {head + 1} of {n_heads}", c["zmax"])
+    show_figure(fig, f"{kind}_layer{layer + 1}_head{head + 1}", key="one_chart", styled=True)
+
+
+def model_view(v, c: dict) -> None:
+    """Every layer and head as small maps; a click opens one."""
     st.caption("Every layer (rows) and head (columns). Click a small map to open it large below.")
-    grid = model_view_figure(v.maps, v.rows, v.cols, title=KINDS[kind], selected=(layer, head), zmax=zmax)
-    show_figure(grid, f"{kind}_all_heads", key="grid_chart", on_select=open_tile, selection_mode="points")
-    one_head()
-else:
-    # one head to start with: eight heads' lines at once are a tangle; more are a click away
-    st.session_state.hv_heads = [k for k in st.session_state.get("hv_heads", [head]) if k < cfg.h]
+    grid = model_view_figure(v.maps, v.rows, v.cols, title=KINDS[c["kind"]], selected=(c["layer"], c["head"]),
+                             zmax=c["zmax"])
+    show_figure(grid, f"{c['kind']}_all_heads", key="grid_chart", on_select=open_tile, selection_mode="points")
+
+
+def head_view(v, c: dict, n_heads: int) -> None:
+    """The paper's lines for the heads picked (one to start with: eight heads' lines at once are a tangle)."""
+    st.session_state.hv_heads = [k for k in st.session_state.get("hv_heads", [c["head"]]) if k < n_heads]
     focus_options = [None] + list(range(len(v.rows)))
     shown_rows = display_pieces(v.rows)
     if st.session_state.get("hv_focus") not in focus_options:
         st.session_state.hv_focus = None
     c1, c2, c3 = st.columns([3, 2, 1])
-    heads = c1.pills("Heads shown (one colour each)", list(range(cfg.h)), key="hv_heads", selection_mode="multi",
+    heads = c1.pills("Heads shown (one colour each)", list(range(n_heads)), key="hv_heads", selection_mode="multi",
                      format_func=lambda k: f"{k + 1}", help="Click a head to show or hide its lines.")
     focus = c2.selectbox("Only the lines of one token", focus_options, key="hv_focus",
                          format_func=lambda i: "all tokens" if i is None else f"{shown_rows[i]}  (position {i + 1})",
@@ -164,12 +165,31 @@ else:
                          format_func=lambda s: "side by side" if s == "columns" else "top and bottom (paper)")
     if not heads:
         st.info("Pick at least one head to draw its lines.")
-    else:
-        fig = head_view_figure(v.rows, v.cols, v.maps[layer], heads=heads, focus=focus, layout=hv_layout,
-                               title=f"{where}: a line's opacity is its weight")
-        show_figure(fig, f"{stem}_head_view", key="lines_chart", width="content")
-        st.caption("Each colour is one head; add heads above to compare them, or click a head in the legend to "
-                   "hide its lines for a moment.")
-        if fig.layout.meta["hidden_lines"]:
-            st.caption(f"Only the strongest lines are drawn: {fig.layout.meta['hidden_lines']:,} fainter ones are "
-                       "left out so that the browser stays quick. Pick fewer heads or one token to see them all.")
+        return
+    fig = head_view_figure(v.rows, v.cols, v.maps[c["layer"]], heads=heads, focus=focus, layout=hv_layout,
+                           title=f"{where(c)}: a line's opacity is its weight")
+    show_figure(fig, f"{c['kind']}_layer{c['layer'] + 1}_head_view", key="lines_chart", width="content")
+    st.caption("Each colour is one head; add heads above to compare them, or click a head in the legend to "
+               "hide its lines for a moment.")
+    if fig.layout.meta["hidden_lines"]:
+        st.caption(f"Only the strongest lines are drawn: {fig.layout.meta['hidden_lines']:,} fainter ones are "
+                   "left out so that the browser stays quick. Pick fewer heads or one token to see them all.")
+
+
+ckpt, model = cache.model_or_stop()
+start_values(model)
+st.title("Attention explorer")
+st.caption("Type a sentence: the model translates it, and every attention weight it used along the way is "
+           "shown below. Rows attend, columns are attended; each row's weights add up to 1.")
+src, tgt, beam = sentence_inputs(ckpt.name, examples(model.card))   # sentences like those the checkpoint learnt
+tgt = tgt if tgt.strip() else None
+translation(ckpt, src, tgt, beam)
+controls = map_controls(model.cfg)
+view = cache.attention_view(ckpt, src, tgt, beam, controls["kind"], controls["words"], controls["specials"])
+conventions(view, controls)
+if controls["view"] == "grid":
+    model_view(view, controls)
+if controls["view"] == "lines":
+    head_view(view, controls, model.cfg.h)
+else:
+    one_head(view, controls, model.cfg.h)

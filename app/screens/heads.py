@@ -5,44 +5,18 @@ in app.figures.heads; one function per tab below. Layers and heads are shown fro
 import pandas as pd
 import streamlit as st
 
-from app.common import (UNTRAINED, checkpoint_names, checkpoint_version, get_attention, get_model, model_or_stop,
-                        plain, show_figure)
+from app import cache
+from app.checkpoints import UNTRAINED, checkpoint_key, checkpoint_names
 from app.demo import default_sentence, domain
+from app.display import show_figure
 from app.figures import heads as figs
+from app.text import md_escape
 from core import CheckpointError
-from core.studies import ablation, analysis, compare
+from core.studies import ablation, analysis
 from core.views import DECODER_ROWS, KINDS, SHORT
 
 NEWS_SENTENCE = "The Commission presented its report yesterday, but the Council rejected it."   # has a pronoun
 SCORED = ["enc_self", "dec_self"]            # the kinds core.studies.analysis.head_scores scores
-
-
-# ---- caches, keyed on the checkpoint's name and version (app.common.checkpoint_version: its weights' file and
-# modification time). Not on id(model): Python gives a new model the id of one evicted from the model cache.
-
-@st.cache_data(show_spinner="Scoring every head on the probe sentences…", max_entries=8)
-def head_table(name: str, version: str) -> pd.DataFrame:
-    """Every head's scores (core.studies.analysis.head_scores) of one version of a checkpoint."""
-    return analysis.head_scores(get_model(name))
-
-
-@st.cache_data(show_spinner="Translating…", max_entries=64)
-def translations(name: str, version: str, texts: tuple, heads: tuple) -> list:
-    """Translations with some heads switched off (none: the normal ones)."""
-    return ablation.translate_without(get_model(name), texts, heads)
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def dev(name: str, version: str, n: int):
-    """(sources, references, where they come from) to measure BLEU on."""
-    return ablation.dev_slice(get_model(name), n, name=name)
-
-
-@st.cache_data(show_spinner="Running both models…", max_entries=16)
-def comparison(a: str, a_version: str, b: str, b_version: str, sentence: str) -> compare.Comparison:
-    """Two checkpoints' maps of one sentence, aligned (core.studies.compare)."""
-    return compare.compare_results(*compare.attend_both(get_model(a), get_model(b), sentence))
-
 
 # The scores of core.studies.analysis in plain words: a column title, and what a high value means.
 COLUMNS = {"previous": "previous token", "next": "next token", "self": "itself", "punctuation": "punctuation",
@@ -103,14 +77,14 @@ def head_finder(name: str, table: pd.DataFrame) -> None:
              f"{n.get(kind, 0)} probe sentences" + (" (teacher-forced on our German translations)"
                                                    if kind == "dec_self" else ""))
     top = float(pd.Series(grid.ravel()).max())
-    st.caption(plain(PLAIN[score]) + f" Each cell is the mean over {where}. The colours run from 0 to the "
+    st.caption(md_escape(PLAIN[score]) + f" Each cell is the mean over {where}. The colours run from 0 to the "
                f"largest value here, {top:.2f}.")
-    st.subheader("Heads ranked by " + plain(COLUMNS[score]))
+    st.subheader("Heads ranked by " + md_escape(COLUMNS[score]))
     ranked = analysis.rank_heads(table, score, kind, top=10)
     others = [s for s in scores if s != score]
     st.dataframe(figs.one_based(ranked)[["layer", "head", score, *others]].rename(columns=COLUMNS), hide_index=True)
     with st.expander("What the columns mean"):
-        st.markdown("\n".join(f"- **{plain(COLUMNS[s])}**: {plain(PLAIN[s])}" for s in scores))
+        st.markdown("\n".join(f"- **{md_escape(COLUMNS[s])}**: {md_escape(PLAIN[s])}" for s in scores))
     csv_button(table, "Download every head's scores (CSV)", f"head_scores_{name}.csv", "heads_csv")
 
 
@@ -129,11 +103,11 @@ def entropy_tab(table: pd.DataFrame) -> None:
                "so short and long sentences compare.")
 
 
-def rollout_tab(name: str, cfg, default: str) -> None:
+def rollout_tab(ckpt, cfg, default: str) -> None:
     """Tab: attention rollout through the encoder beside one layer's raw attention."""
     sentence = st.text_input("Sentence", default, key="heads_roll_src")
     try:
-        res = get_attention(name, sentence)
+        res = cache.attend(ckpt, sentence)
     except ValueError as e:
         st.warning(str(e))
         return
@@ -152,7 +126,7 @@ def rollout_tab(name: str, cfg, default: str) -> None:
                "connection as attention to oneself: row i shows which input words position i has mixed in.")
 
 
-def ablation_tab(name: str, version: str, model, default: str) -> None:
+def ablation_tab(ckpt, model, default: str) -> None:
     """Tab: translations and BLEU with chosen heads switched off, and a sweep over one layer's heads."""
     cfg = model.cfg
     everything = [(kind, layer, head) for kind, n_layers in (("enc_self", cfg.N), ("dec_self", cfg.N_dec),
@@ -162,7 +136,7 @@ def ablation_tab(name: str, version: str, model, default: str) -> None:
                             placeholder=f"Pick heads, e.g. {head_label(everything[0])}")
     sentence = st.text_input("Sentence", default, key="heads_abl_src")
     try:
-        normal, without = (translations(name, version, (sentence,), tuple(hs))[0] for hs in ((), chosen))
+        normal, without = (cache.translations_without(ckpt, (sentence,), tuple(hs))[0] for hs in ((), chosen))
     except ValueError as e:
         st.warning(str(e))
     else:
@@ -173,10 +147,10 @@ def ablation_tab(name: str, version: str, model, default: str) -> None:
         c2.text(without if chosen else "(pick heads above to switch them off)")
     n_dev = int(st.number_input("Sentences for BLEU", 4, 200, 30, step=2, key="heads_dev_n",
                                 help="More sentences: a more reliable BLEU, and a slower measurement."))
-    sources, references, origin = dev(name, version, n_dev)
+    sources, references, origin = cache.dev_slice(ckpt, n_dev)
     st.caption(f"BLEU is measured with greedy decoding on {origin}. On a few dozen sentences, "
                "a change of a point or two is noise.")
-    akey = (name, version, tuple(chosen), n_dev)        # a result shows only for what it was measured on
+    akey = (ckpt, tuple(chosen), n_dev)                 # a result shows only for what it was measured on
     if st.button("Measure the BLEU change", key="heads_measure", disabled=not chosen):
         with st.spinner("Translating the sentences twice…"):
             st.session_state.heads_ablation = (akey, ablation.ablation_bleu(model, sources, references, chosen))
@@ -191,7 +165,7 @@ def ablation_tab(name: str, version: str, model, default: str) -> None:
     kind = c1.selectbox("Attention", list(KINDS), format_func=KINDS.get, key="heads_sweep_kind")
     layer = c2.selectbox("Layer", range(cfg.N if kind == "enc_self" else cfg.N_dec), format_func=layer_name,
                          key="heads_sweep_layer")
-    skey = (name, version, kind, layer, n_dev)
+    skey = (ckpt, kind, layer, n_dev)
     if st.button(f"Sweep the {cfg.h} heads", key="heads_sweep_go"):
         bar = st.progress(0.0, text="Starting…")
         sweep = ablation.sweep_layer(model, sources, references, kind, layer,
@@ -202,15 +176,17 @@ def ablation_tab(name: str, version: str, model, default: str) -> None:
         sweep = saved[1]
         show_figure(figs.sweep_bars(sweep, f"BLEU change without each head: {KINDS[kind]}, layer {layer + 1}"),
                     f"sweep_{kind}_layer{layer + 1}", key="heads_sweep_chart")
-        csv_button(sweep, "Download the sweep (CSV)", f"sweep_{name}_{kind}_layer{layer + 1}.csv", "heads_sweep_csv")
+        csv_button(sweep, "Download the sweep (CSV)", f"sweep_{ckpt.name}_{kind}_layer{layer + 1}.csv",
+                   "heads_sweep_csv")
 
 
-def compare_tab(name: str, default: str) -> None:
+def compare_tab(ckpt, default: str) -> None:
     """Tab: two checkpoints' maps of one sentence side by side, their difference, and how differently each head
     attends."""
     names = checkpoint_names()
     c1, c2 = st.columns(2)
-    a_name = c1.selectbox("Checkpoint A", names, index=names.index(name) if name in names else 0, key="heads_cmp_a")
+    a_name = c1.selectbox("Checkpoint A", names, index=names.index(ckpt.name) if ckpt.name in names else 0,
+                          key="heads_cmp_a")
     b_name = c2.selectbox("Checkpoint B", names, index=min(1, len(names) - 1), key="heads_cmp_b")
     if len(names) < 2:
         st.info("Only one model is available, so it is compared with itself. "
@@ -219,7 +195,7 @@ def compare_tab(name: str, default: str) -> None:
         st.info("A and B are the same checkpoint: pick another one as B to see differences.")
     sentence = st.text_input("Sentence", default, key="heads_cmp_src")
     try:
-        cmp = comparison(a_name, checkpoint_version(a_name), b_name, checkpoint_version(b_name), sentence)
+        cmp = cache.comparison(*(ckpt if n == ckpt.name else checkpoint_key(n) for n in (a_name, b_name)), sentence)
     except CheckpointError as e:
         st.error(f"A checkpoint cannot be loaded: {e}")
         return
@@ -249,26 +225,28 @@ def compare_tab(name: str, default: str) -> None:
                + ", ".join(f"{layer_name(i)}: {v:.2f}" for i, v in enumerate(cmp.js_layers[kind])) + ".")
 
 
-name, model = model_or_stop()
-version = checkpoint_version(name)
-default = NEWS_SENTENCE if domain(model.card) == "news" else default_sentence(model.card)   # the model's domain
-st.title("What heads do")
-st.caption("Each layer has several attention heads. Here they are scored on probe sentences, switched off "
-           "one by one, and compared between checkpoints.")
-if name == UNTRAINED:
-    st.info("This model is untrained, so every score below describes random attention. "
-            "Pick a trained checkpoint in the sidebar to see real heads.")
+def introduction(name: str) -> None:
+    st.title("What heads do")
+    st.caption("Each layer has several attention heads. Here they are scored on probe sentences, switched off "
+               "one by one, and compared between checkpoints.")
+    if name == UNTRAINED:
+        st.info("This model is untrained, so every score below describes random attention. "
+                "Pick a trained checkpoint in the sidebar to see real heads.")
 
-table = head_table(name, version)
+
+ckpt, model = cache.model_or_stop()
+default = NEWS_SENTENCE if domain(model.card) == "news" else default_sentence(model.card)   # the model's domain
+introduction(ckpt.name)
+table = cache.head_scores(ckpt)
 finder, ent, roll, abl, cmp_tab = st.tabs(
     ["Head finder", "Entropy", "Rollout", "Switch heads off", "Compare checkpoints"])
 with finder:
-    head_finder(name, table)
+    head_finder(ckpt.name, table)
 with ent:
     entropy_tab(table)
 with roll:
-    rollout_tab(name, model.cfg, default)
+    rollout_tab(ckpt, model.cfg, default)
 with abl:
-    ablation_tab(name, version, model, default)
+    ablation_tab(ckpt, model, default)
 with cmp_tab:
-    compare_tab(name, default)
+    compare_tab(ckpt, default)

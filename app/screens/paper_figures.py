@@ -1,41 +1,42 @@
 """The paper's Figures 3, 4 and 5 redrawn on the loaded model, with the heads that behave most like the paper's."""
 import streamlit as st
 
-from app.common import UNTRAINED, get_attention, model_or_stop, show_figure
+from app import cache
+from app.checkpoints import UNTRAINED
 from app.demo import DOMAINS, domain
+from app.display import show_figure
 from app.figures.paper import describe_link, display_table, figure_set, find_heads, score_grid_figure
 from app.figures.training import describe_model
 from core.studies import paper_figures as pf
 
-st.title("The paper's attention figures")
-name, model = model_or_stop()
-cfg = model.cfg
-st.write("The paper's appendix shows encoder self-attention heads of layer 5 of 6 that seem to follow "
-         "long-distance dependencies (Figure 3), resolve an anaphora (Figure 4) and track sentence structure "
-         "(Figure 5). Here the same sentences go through the loaded model, every head is scored on the "
-         "behaviour each figure shows, and the best ones are drawn the paper's way: the sentence twice, "
-         "one line per attention weight, as opaque as the weight, one colour per head.")
-st.caption(f"Layers and heads count from 1, as in the paper: its \"layer 5 of 6\" is layer 5 here, which is "
-           f"index {pf.PAPER_LAYER} (0-based) in the code and in exported JSON. The paper's model is the base "
-           f"Transformer, trained on 4.5 million sentence pairs for 12 hours on 8 GPUs. Ours: "
-           f"{describe_model(model.card, cfg)} Expect weaker, blurrier heads.")
-if name != UNTRAINED and domain(model.card) != "news":
-    st.info(f"The paper's sentences are news, and {name} was trained on {DOMAINS[domain(model.card)][0]}: expect "
-            "a poor translation and blurrier heads. A checkpoint trained on news (the sidebar) suits this page.")
-if name == UNTRAINED:
-    st.warning("No trained checkpoint is loaded: this model's attention is random, so no head will look "
-               "like the paper's. Train one or pick another in the sidebar.")
-words = st.toggle("Merge pieces into words", value=True, key="pf_words",
-                  help="The model reads sub-word pieces; merged, each word's attention is the mean over its pieces.")
+
+def introduction(name: str, model) -> None:
+    """What the paper's figures show, how ours count layers, and a word on the loaded model."""
+    st.write("The paper's appendix shows encoder self-attention heads of layer 5 of 6 that seem to follow "
+             "long-distance dependencies (Figure 3), resolve an anaphora (Figure 4) and track sentence structure "
+             "(Figure 5). Here the same sentences go through the loaded model, every head is scored on the "
+             "behaviour each figure shows, and the best ones are drawn the paper's way: the sentence twice, "
+             "one line per attention weight, as opaque as the weight, one colour per head.")
+    st.caption(f"Layers and heads count from 1, as in the paper: its \"layer 5 of 6\" is layer 5 here, which is "
+               f"index {pf.PAPER_LAYER} (0-based) in the code and in exported JSON. The paper's model is the base "
+               f"Transformer, trained on 4.5 million sentence pairs for 12 hours on 8 GPUs. Ours: "
+               f"{describe_model(model.card, model.cfg)} Expect weaker, blurrier heads.")
+    if name != UNTRAINED and domain(model.card) != "news":
+        st.info(f"The paper's sentences are news, and {name} was trained on {DOMAINS[domain(model.card)][0]}: "
+                "expect a poor translation and blurrier heads. A checkpoint trained on news (the sidebar) suits this "
+                "page.")
+    if name == UNTRAINED:
+        st.warning("No trained checkpoint is loaded: this model's attention is random, so no head will look "
+                   "like the paper's. Train one or pick another in the sidebar.")
 
 
-def analyse(number: int):
+def analyse(ckpt, number: int, words: bool):
     """Sentence box, translation, found heads and the encoder view to draw for one figure; (None, None) after an
     error message if it fails."""
     _, default = pf.FIGURES[number]
     sentence = st.text_input("Sentence", default, key=f"pf{number}_sentence")
     try:
-        result = get_attention(name, sentence)
+        result = cache.attend(ckpt, sentence)
         found, view = find_heads(number, result, sentence, words)
     except ValueError as e:
         st.error(f"{e}\n\nFigure {number} needs these words; the default sentence has them.")
@@ -46,7 +47,7 @@ def analyse(number: int):
     return view, found
 
 
-def pick(number: int, found, k: int | None):
+def pick(name: str, cfg, number: int, found, k: int | None):
     """Layer and heads selectors, defaulting to the found ones; other heads can be picked."""
     c1, c2 = st.columns([1, 3])
     layer = c1.selectbox("Layer", range(cfg.N), index=found.layer, key=f"pf{number}_layer_{name}",
@@ -101,13 +102,23 @@ TABS = [  # figure, tab title, the paper's caption and our score, heads picked b
      2, "mean share of a word's attention on its two neighbours"),
 ]
 
+def figure_tab(ckpt, cfg, words: bool, figure: int, caption: str, n_heads: int | None, label: str) -> None:
+    """One figure: the paper's caption, our translation and verdict, the heads drawn, and every head's score."""
+    st.markdown(caption)
+    view, found = analyse(ckpt, figure, words)
+    if found and describe_link(found):   # Figures 3 and 4: does any head link the words at all?
+        (st.success if found.linked else st.warning)(describe_link(found))
+    if found:
+        layer, heads = pick(ckpt.name, cfg, figure, found, n_heads)
+        draw(figure, view, layer, heads)
+        scores(figure, found, label, (layer, heads))
+
+
+st.title("The paper's attention figures")
+ckpt, model = cache.model_or_stop()
+introduction(ckpt.name, model)
+merge = st.toggle("Merge pieces into words", value=True, key="pf_words",
+                  help="The model reads sub-word pieces; merged, each word's attention is the mean over its pieces.")
 for tab, (figure, _, caption, n_heads, label) in zip(st.tabs([t[1] for t in TABS]), TABS):
     with tab:
-        st.markdown(caption)
-        view, found = analyse(figure)
-        if found and describe_link(found):   # Figures 3 and 4: does any head link the words at all?
-            (st.success if found.linked else st.warning)(describe_link(found))
-        if found:
-            layer, heads = pick(figure, found, n_heads)
-            draw(figure, view, layer, heads)
-            scores(figure, found, label, (layer, heads))
+        figure_tab(ckpt, model.cfg, merge, figure, caption, n_heads, label)

@@ -278,6 +278,49 @@ def select(maps: np.ndarray, layer, head) -> np.ndarray:
     return head_or_mean(maps, layer - 1, None if head == "mean" else head - 1)     # labels count from 1
 
 
+# --------------------------------------------------------------------------- one sentence pair, as a page shows it
+
+@dataclass
+class SentenceMaps:
+    """One sentence pair's word-level cross-attention under every shift, and its words."""
+    maps: dict                     # shift -> (N_dec, h, W_tgt, W_src)
+    rows: list                     # German (target) words
+    cols: list                     # English (source) words
+    translation: str               # the German the decoder read (the model's own when none was given)
+
+
+def sentence_maps(result, pair: GoldPair | None = None) -> SentenceMaps:
+    """The SentenceMaps of an AttendResult, on the gold pair's words or (pair None) on the model's own words;
+    AlignmentError (a ValueError, worded for the reader) when they cannot be mapped."""
+    if pair is not None:
+        (src_slots, tgt_slots), cols, rows = gold_slots(result, pair), pair.src_words, pair.tgt_words
+    else:
+        src_slots, tgt_slots, cols, rows = own_words(result)
+    return SentenceMaps({shift: word_maps(result, shift, src_slots, tgt_slots) for shift in SHIFTS}, rows, cols,
+                        result.tgt)
+
+
+@dataclass
+class HeadLinks:
+    """One candidate head's map of a sentence pair, its links and, with gold, how they score."""
+    attn: np.ndarray               # (W_tgt, W_src)
+    links: dict                    # {"model": set} without gold, classify's sets with it
+    gold: dict | None              # {"sure": set, "possible": set (possible only)}
+    scores: dict | None            # aer, precision, recall of this pair
+
+
+def head_links(sentence: SentenceMaps, layer, head, shift: str, method: str = "argmax", threshold: float = 0.5,
+               pair: GoldPair | None = None) -> HeadLinks:
+    """The links of candidate (layer, head) (labels as in select) under a shift and a method, scored on `pair`."""
+    attn = select(sentence.maps[shift], layer, head)
+    mask = predict(attn, method, threshold)
+    if pair is None:
+        return HeadLinks(attn, {"model": link_set(mask)}, None, None)
+    return HeadLinks(attn, classify(link_set(mask), pair.sure, pair.possible),
+                     {"sure": pair.sure, "possible": pair.possible - pair.sure},
+                     scores(counts(mask, *gold_masks(pair))))
+
+
 # --------------------------------------------------------------------------- a corpus
 
 @dataclass

@@ -20,14 +20,13 @@ The scores (A = one head's map of one sentence, i, j = query, key positions in p
 """
 from __future__ import annotations
 
-import unicodedata
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from core.checkpoint.jsonl import read_jsonl
-from core.tokenizer import piece_byte, word_ids
+from core.tokenizer import is_punctuation, word_ids
 from core.views import attention_view, to_words
 
 PROBES = Path(__file__).parent / "probes"
@@ -55,18 +54,6 @@ def load_anaphora(path=None) -> list[dict]:
 def load_neutral(path=None) -> list[dict]:
     """News and parliament probe sentences with our own German translations: dicts with en, de."""
     return read_jsonl(Path(path) if path else PROBES / "neutral_en_de.jsonl")
-
-
-def is_punctuation(piece: str) -> bool:
-    """A piece made only of punctuation characters (after SentencePiece's ▁ word marker).
-
-    A byte-fallback piece such as "<0x2E>" counts by the ASCII character it stands for.
-    """
-    code = piece_byte(piece)
-    if code is not None and code < 0x80:
-        piece = chr(code)
-    text = piece.lstrip("\u2581")
-    return bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
 
 
 # ---- scores of one sentence: attn is (..., Tq, Tk), e.g. (N, h, S, S); each returns (...) ----

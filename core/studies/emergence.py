@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .analysis import load_anaphora, word_pieces
-from .paper_figures import FIGURE3_SENTENCE, FIGURE45_SENTENCE, figure3, figure4, locate_words
+from .paper_figures import FIGURE3_SENTENCE, FIGURE45_SENTENCE, figure3, figure4, find_words_in_pieces
 from core.checkpoint.snapshots import SnapshotError, load_snapshot
 from core.tokenizer import clean_text, merge_words, word_ids
 from core.views import SPECIALS, to_words
@@ -122,7 +122,7 @@ def probe_for(sentences: list[dict], number: int) -> int | None:
     for i, s in enumerate(sentences):
         try:
             for phrase in NEEDS[number]:
-                locate_words(s["src_tokens"], phrase)
+                find_words_in_pieces(s["src_tokens"], phrase)
         except (ValueError, KeyError):
             continue
         return i

@@ -31,13 +31,12 @@ of the sentence, is not following the dependency of 'making' (news-small had one
 """
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from core.tokenizer import merge_words, word_ids
+from core.tokenizer import bare_word, merge_words, word_ids
 from core.views import SPECIALS, AttentionView, attention_view
 
 PAPER_LAYER = 4   # "layer 5 of 6" in the paper, 0-based here
@@ -49,23 +48,10 @@ LINK_FACTOR, LINK_CAP = 10.0, 0.5   # a head links two words at >= min(10 x the 
 LINK_SELECTIVE = 2.0                # ... and >= 2 x what the other words give the same target words
 
 
-def _norm(word: str) -> str:
-    """Lower case without the punctuation around it, so that 'difficult.' matches 'difficult'."""
-    def is_punct(c):
-        return unicodedata.category(c)[0] in "PS"
-    word = word.lower()
-    start, end = 0, len(word)
-    while start < end and is_punct(word[start]):
-        start += 1
-    while end > start and is_punct(word[end - 1]):
-        end -= 1
-    return word[start:end]
-
-
 def find_words(words: list[str], phrase: str) -> list[int]:
     """Indices in `words` (a word view's labels) of the first occurrence of `phrase`; ValueError if absent."""
-    normed = [_norm(w) for w in words]
-    wanted = [_norm(w) for w in phrase.split()]
+    normed = [bare_word(w) for w in words]             # 'difficult.' matches 'difficult', 'Law' matches 'law'
+    wanted = [bare_word(w) for w in phrase.split()]
     wanted = [w for w in wanted if w]
     if not wanted:
         raise ValueError(f"'{phrase}' has no word to look for.")
@@ -76,15 +62,15 @@ def find_words(words: list[str], phrase: str) -> list[int]:
     raise ValueError(f"The sentence does not contain the word '{phrase}'. Its words are: {shown}")
 
 
-def locate_words(tokens: list[str], phrase: str) -> list[int]:
+def find_words_in_pieces(pieces: list[str], phrase: str) -> list[int]:
     """Word indices (as merge_words counts them) of the first occurrence of `phrase` in pieces; ValueError if absent."""
-    return find_words(merge_words(tokens), phrase)
+    return find_words(merge_words(pieces), phrase)
 
 
-def locate(tokens: list[str], phrase: str) -> list[int]:
+def find_pieces(pieces: list[str], phrase: str) -> list[int]:
     """Piece indices of the first occurrence of `phrase` (a word may be split into several pieces)."""
-    wanted = set(locate_words(tokens, phrase))
-    return [i for i, w in enumerate(word_ids(tokens)) if w in wanted]
+    wanted = set(find_words_in_pieces(pieces, phrase))
+    return [i for i, w in enumerate(word_ids(pieces)) if w in wanted]
 
 
 def word_view(attn: np.ndarray, tokens: list[str]) -> AttentionView:

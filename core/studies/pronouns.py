@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .paper_figures import locate_words
+from .paper_figures import best_layer, dependency_scores, find_words
 from core.checkpoint.jsonl import read_jsonl
-from core.tokenizer import WORD_START, clean_text
+from core.tokenizer import bare_word, clean_text, strip_punctuation
+from core.views import AttentionView
 
 PRONOUN_SET = Path(__file__).parent / "probes" / "pronouns_en_de.jsonl"
 ENDINGS = ("", "e", "en", "em", "er", "es")                 # the endings of ein-words: case, gender, number
@@ -26,12 +27,6 @@ FORMS = {"its": POSSESSIVES, "it": PERSONAL, "they": PERSONAL}   # English prono
 FEMININE = {"f"}                                                 # genders: "f", "m", "n"
 DISTANCES = ((1, 3, "1-3 words"), (4, 7, "4-7 words"), (8, None, "8+ words"))
 FIELDS = ("en", "de", "de_wrong", "pronoun", "antecedent", "gender", "form", "wrong_form")
-PUNCT = ".,;:!?\"'()»«„“”‘’"
-
-
-def plain(word: str) -> str:
-    """A word in lower case without the punctuation around it: 'Its,' -> 'its'."""
-    return word.strip(PUNCT).lower()
 
 
 def stem(form: str) -> str | None:
@@ -54,9 +49,9 @@ def right_for(form: str, gender: str) -> bool:
 
 def word_distance(en: str, antecedent: str, pronoun: str) -> int:
     """Words from the antecedent to the pronoun in the English sentence (1: the next word)."""
-    words = [WORD_START + w for w in en.split()]                 # locate_words reads SentencePiece-style pieces
-    a = locate_words(words, antecedent)[0]
-    return locate_words(words[a:], pronoun)[0]             # the first pronoun after the antecedent
+    words = en.split()
+    a = find_words(words, antecedent)[0]
+    return find_words(words[a:], pronoun)[0]               # the first pronoun after the antecedent
 
 
 def distance_bin(d: int) -> str:
@@ -123,17 +118,17 @@ def pronoun_accuracy(tm, items: list[dict] | None = None) -> dict:
 def find_form(text: str, pronoun: str = "its") -> int | None:
     """Index (in whitespace words) of the first German word that `pronoun` can become, or None."""
     forms = FORMS.get(pronoun, POSSESSIVES)
-    return next((i for i, w in enumerate(clean_text(text).split()) if plain(w) in forms), None)
+    return next((i for i, w in enumerate(clean_text(text).split()) if bare_word(w) in forms), None)
 
 
 def find_pronoun(en: str) -> tuple[int, str] | None:
     """(word index, pronoun) of the first 'its', 'it' or 'they' of an English sentence, or None."""
-    return next(((i, plain(w)) for i, w in enumerate(en.split()) if plain(w) in FORMS), None)
+    return next(((i, bare_word(w)) for i, w in enumerate(en.split()) if bare_word(w) in FORMS), None)
 
 
 def guess_antecedent(words: list[str], pronoun_at: int) -> int:
     """A first guess at the antecedent: the last word after a 'the' before the pronoun (else the first word)."""
-    after_the = [i + 1 for i in range(pronoun_at - 1) if plain(words[i]) == "the"]
+    after_the = [i + 1 for i in range(pronoun_at - 1) if bare_word(words[i]) == "the"]
     return after_the[-1] if after_the else 0
 
 
@@ -161,7 +156,7 @@ def form_probabilities(tm, src: str, tgt: str, pronoun: str = "its") -> FormChoi
     i = find_form(tgt, pronoun)
     if i is None:
         return None
-    written = words[i].strip(PUNCT)
+    written = strip_punctuation(words[i])
     prefix = " ".join(words[:i])
     forms = [f.capitalize() if written[:1].isupper() else f for f in FORMS.get(pronoun, POSSESSIVES)]
     scores = tm.score(src, [f"{prefix} {f}".strip() for f in forms])
@@ -173,3 +168,31 @@ def form_probabilities(tm, src: str, tgt: str, pronoun: str = "its") -> FormChoi
     chosen = forms[int(np.argmax(logp))]
     table["chosen"] = table.form == chosen
     return FormChoice(prefix, written, i, table, chosen)
+
+
+def sentence_test(tm, item: dict) -> tuple[float, float]:
+    """(log P of the item's right German, log P of its wrong German), as evaluate scores an item."""
+    right, wrong = tm.score(item["en"], [item["de"], item["de_wrong"]])
+    return right.total, wrong.total
+
+
+@dataclass
+class Gaze:
+    """Where the model looked when it wrote the form: word views and the words that matter in them."""
+    enc: AttentionView        # encoder self-attention, words
+    cross: AttentionView      # encoder-decoder attention, words (rows: the word each decoder step writes)
+    pronoun_word: int         # the pronoun among the source words
+    antecedent_word: int      # its antecedent among them
+    written_word: int         # the decoder row that writes the form
+    layer: int                # the encoder layer whose two best heads look most from the pronoun at the antecedent
+
+
+def gaze(result, pronoun: str, antecedent: str, written: str) -> Gaze:
+    """The Gaze of a teacher-forced AttendResult (source with `pronoun` and `antecedent`, German with `written`);
+    ValueError, worded for the reader, when a word is not in the sentence."""
+    enc, cross = result.view("enc_self", words=True), result.view("cross", words=True)
+    pronoun_word = find_words(enc.rows, pronoun)[0]
+    antecedent_word = find_words(enc.cols, antecedent)[0]
+    written_word = find_words(cross.rows, written)[0]           # decoder rows: the word each step writes
+    layer = best_layer(dependency_scores(enc, pronoun, [antecedent]), k=2)
+    return Gaze(enc, cross, pronoun_word, antecedent_word, written_word, layer)

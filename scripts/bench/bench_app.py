@@ -13,7 +13,8 @@ import argparse
 import statistics
 import time
 
-from app import common  #  (sets torch to one thread, as in the app)
+from app.checkpoints import UNTRAINED, checkpoints_dir, untrained_model
+from app.startup import set_up_process
 from app.figures.attention import head_view_figure, heatmap_figure, model_view_figure
 from core import CheckpointError, load_checkpoint
 from core.paths import REPO
@@ -36,10 +37,10 @@ def timed(fn, repeat: int) -> tuple[float, object]:
 def pick_model(name: str | None):
     for candidate in ([name] if name else []) + ["news-small", "multi30k-small"]:
         try:
-            return candidate, load_checkpoint(common.checkpoints_dir() / candidate)
+            return candidate, load_checkpoint(checkpoints_dir() / candidate)
         except CheckpointError as e:
             print(f"  ({candidate}: {e})")
-    return common.UNTRAINED, common.untrained_model()
+    return UNTRAINED, untrained_model()
 
 
 def main():
@@ -48,6 +49,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-apptest", action="store_true", help="skip the whole-page rerun measurement")
     args = ap.parse_args()
+    set_up_process()                # torch on one thread and the app's Plotly template, as in the app
 
     name, model = pick_model(args.checkpoint)
     cfg = model.cfg

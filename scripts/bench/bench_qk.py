@@ -4,7 +4,7 @@ over a checkpoint's ~200 sample sentences, then projecting one head to 2-D (targ
 
     python scripts/bench/bench_qk.py [--checkpoint checkpoints/news-small] [--threads 1] [--repeat 5] [--tsne]
 
-Prints numbers; asserts nothing. The app runs torch on one thread (app/common.py), so the default here does too.
+Prints numbers; asserts nothing. The app runs torch on one thread (app/startup.py), so the default here does too.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-import app.common  # noqa: F401  (the installed package, imported before a copy of main.py runs from elsewhere)
+import app.sidebar  # noqa: F401  (the installed package, imported before a copy of main.py runs from elsewhere)
 from core.paths import REPO
 
 APP = REPO / "app"

@@ -131,5 +131,15 @@ def test_display_pieces_shows_the_characters_byte_pieces_stand_for(tokenizer):
 
 
 def test_punctuation_byte_pieces_count_in_either_case():
-    from core.studies.analysis import is_punctuation
+    from core.tokenizer import is_punctuation
     assert is_punctuation("<0x2E>") and is_punctuation("<0x2e>") and not is_punctuation("<0x41>")
+
+
+def test_one_test_of_punctuation_strips_words_and_bares_them():
+    from core.tokenizer import bare_word, is_punctuation, strip_punctuation
+    assert all(is_punctuation(c) for c in ".,;:!?\"'()»«„“”‘’-–…")
+    assert is_punctuation("▁„") and is_punctuation("..") and not is_punctuation("▁") and not is_punctuation("</s>")
+    assert not is_punctuation("$") and not is_punctuation("a.") and not is_punctuation("")        # symbols are not
+    assert strip_punctuation("„Its,") == "Its" and strip_punctuation("U.S.") == "U.S" and strip_punctuation("...") == ""
+    assert strip_punctuation("▁word") == "▁word"                                   # the word marker is no punctuation
+    assert bare_word("Its,") == "its" and bare_word("(difficult.)") == "difficult" and bare_word("$5") == "$5"

@@ -8,8 +8,8 @@ from tests.helpers import stopping_model
 from streamlit.testing.v1 import AppTest
 
 import core
-from app.common import plain
-from app.figures.attention import tick_labels
+from app.figures.tokens import tick_labels
+from app.text import md_escape
 from core import views
 from core.studies import compare
 from core.studies.paper_figures import FIGURE45_SENTENCE
@@ -159,7 +159,7 @@ def test_explorer_labels_decoder_rows_by_the_piece_written(checkpoints, result, 
     rows, cols = axis_labels(chart)
     assert rows == tick_labels(result.out_tokens) != tick_labels(result.tgt_tokens)
     assert cols == tick_labels(result.src_tokens if kind == "cross" else result.tgt_tokens)
-    assert sum(plain(views.DECODER_ROWS) in c.value for c in at.caption) == 1       # the convention, said once
+    assert sum(md_escape(views.DECODER_ROWS) in c.value for c in at.caption) == 1       # the convention, said once
 
 
 def test_checkpoint_snapshot_labels_decoder_rows_by_the_piece_written(checkpoints, result, monkeypatch):
@@ -167,7 +167,7 @@ def test_checkpoint_snapshot_labels_decoder_rows_by_the_piece_written(checkpoint
     chart = at.get("plotly_chart")[-1]
     assert json.loads(chart.proto.spec)["layout"]["title"]["text"].startswith("Step 100: encoder-decoder")
     assert axis_labels(chart) == (tick_labels(result.out_tokens), tick_labels(result.src_tokens))
-    assert sum(plain(views.DECODER_ROWS) in c.value for c in at.caption) == 1
+    assert sum(md_escape(views.DECODER_ROWS) in c.value for c in at.caption) == 1
 
 
 def test_compare_labels_decoder_rows_by_the_piece_written(checkpoints, result):

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from app.figures.attention import head_colors, head_view_figure, heatmap_figure, model_view_figure, safe
+from app.figures.attention import head_colors, head_view_figure, heatmap_figure, model_view_figure
+from app.figures.tokens import safe
 
 
 def rows_summing_to_one(*shape, seed=0):

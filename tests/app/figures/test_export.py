@@ -1,4 +1,4 @@
-"""PNG/SVG export of figures (app/figures/export.py) and the download menu of app.common.show_figure."""
+"""PNG/SVG export of figures (app/figures/export.py) and the download menu of app.display.show_figure."""
 import altair as alt
 import pandas as pd
 import plotly.graph_objects as go
@@ -42,7 +42,7 @@ def _page():
     import pandas as pd
     import plotly.graph_objects as go
 
-    from app.common import show_figure
+    from app.display import show_figure
     show_figure(go.Figure(go.Bar(x=[1, 2], y=[3, 4])), "bars", key="bars")
     show_figure(alt.Chart(pd.DataFrame({"a": [1, 2]})).mark_bar().encode(x="a"), "chart", key="chart")
     show_figure(go.Figure(go.Bar(x=[1], y=[2])), "no_key_1")            # no keys: no duplicate-ID error
@@ -61,8 +61,8 @@ def test_every_figure_gets_png_and_svg_buttons():
 
 
 def test_a_missing_exporter_gives_a_readable_message(monkeypatch):
-    import app.common
-    monkeypatch.setattr(app.common, "export_problem", lambda plotly=True: "Saving figures needs kaleido.")
+    import app.display
+    monkeypatch.setattr(app.display, "export_problem", lambda plotly=True: "Saving figures needs kaleido.")
     at = AppTest.from_function(_page).run()
     assert not at.exception and not at.get("download_button")
     assert [i.value for i in at.info] == ["Saving figures needs kaleido."] * 4

@@ -9,7 +9,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import app.figures.attention as attention
-from app.common import untrained_model
+from app import cache
+from app.checkpoints import untrained_model
 from app.figures.style import readable
 from core.paths import REPO
 
@@ -48,8 +49,8 @@ def test_switching_heads_on_the_page_builds_no_figure(tmp_path, monkeypatch):
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     builds = []
-    real = attention.heatmap_figure
-    monkeypatch.setattr(attention, "heatmap_figure", lambda *a, **k: builds.append(1) or real(*a, **k))
+    real = attention.heatmap_figure                  # the frames of app.cache.heatmap_frame are built by it
+    monkeypatch.setattr(cache, "heatmap_figure", lambda *a, **k: builds.append(1) or real(*a, **k))
 
     expected = untrained_model().attend(src, tgt=tgt).enc_self                                  # computed apart
     for layer, head in [(0, 3), (2, 5), (5, 0)]:

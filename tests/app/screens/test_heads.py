@@ -10,7 +10,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import core
-from app import common
+from app.checkpoints import checkpoint_key
 from tests.helpers import tiny_model
 from core.studies import analysis, compare
 from core.paths import REPO
@@ -106,9 +106,9 @@ def test_a_checkpoint_rewritten_in_place_is_scored_afresh(checkpoints, tokenizer
     at = page()
     before = np.asarray(charts(at)["heads_grid"]["data"][0]["z"], dtype=float)
     folder = checkpoints / "ckpts" / "tiny-a"
-    version = common.checkpoint_version("tiny-a")
+    version = checkpoint_key("tiny-a")
     core.save_checkpoint(folder, tiny_model(len(tokenizer), seed=7), tokenizer)      # as training rewrites it
-    assert common.checkpoint_version("tiny-a") != version
+    assert checkpoint_key("tiny-a") != version
     st.cache_resource.clear()                     # the old model evicted from the model cache, its id free
     gc.collect()
     at.run()

@@ -172,6 +172,31 @@ def test_candidates_and_select():
     assert np.allclose(stack[7], maps[1].mean(0)) and np.allclose(al.select(maps, "all", "mean"), maps.mean((0, 1)))
 
 
+def test_one_sentence_pair_as_the_page_shows_it(translation_model):
+    pair = al.read_gold(GOLD)[1]
+    src, tgt = al.model_text(pair)
+    res = translation_model.attend(src, tgt=tgt)
+    sentence = al.sentence_maps(res, pair)
+    assert (sentence.rows, sentence.cols, sentence.translation) == (pair.tgt_words, pair.src_words, res.tgt)
+    for shift in al.SHIFTS:                               # the maps of the gold slots, under every shift
+        assert np.allclose(sentence.maps[shift], al.word_maps(res, shift, *al.gold_slots(res, pair)))
+    found = al.head_links(sentence, 1, 2, "read", pair=pair)
+    attn = al.select(sentence.maps["read"], 1, 2)
+    mask = al.predict(attn)
+    assert np.allclose(found.attn, attn) and found.links == al.classify(al.link_set(mask), pair.sure, pair.possible)
+    assert found.gold == {"sure": pair.sure, "possible": pair.possible - pair.sure}
+    assert found.scores == aer_of(attn, pair)
+    loose = al.head_links(sentence, "all", "mean", "produced", "threshold", 0.2, pair)
+    assert loose.links["correct"] | loose.links["possible"] | loose.links["wrong"] == \
+        al.link_set(al.select(sentence.maps["produced"], "all", "mean") >= 0.2)
+    own = al.sentence_maps(translation_model.attend("the lazy dog", tgt="der faule Hund"))
+    assert own.cols == ["the", "lazy", "dog"] and own.rows == ["der", "faule", "Hund"]
+    mine = al.head_links(own, 1, "mean", "produced")
+    assert mine.gold is None and mine.scores is None and set(mine.links) == {"model"} and len(mine.links["model"]) == 3
+    with pytest.raises(al.AlignmentError, match="empty"):
+        al.sentence_maps(SimpleNamespace(src_tokens=["</s>"], tgt_tokens=["<s>"], cross=None))
+
+
 # ---------------------------------------------------------------- a corpus, the report and the script
 
 def by_hand_diagonal_aer(pairs) -> float:

@@ -23,26 +23,26 @@ def set_row(attn, layer, head, rows, cols, weights):
         attn[layer, head, r, cols] = weights
 
 
-def test_locate_finds_split_words_case_insensitively():
-    assert pf.locate(TOKENS, "law") == [1, 2]
-    assert pf.locate(TOKENS, "ITS") == [9, 10]
-    assert pf.locate(TOKENS, "perfect") == [6, 7]           # punctuation glued to a word is ignored
-    assert pf.locate(TOKENS, "its application") == [9, 10, 11, 12]
-    assert pf.locate_words(TOKENS, "application") == [WORD["application"]]
+def test_find_pieces_finds_split_words_case_insensitively():
+    assert pf.find_pieces(TOKENS, "law") == [1, 2]
+    assert pf.find_pieces(TOKENS, "ITS") == [9, 10]
+    assert pf.find_pieces(TOKENS, "perfect") == [6, 7]           # punctuation glued to a word is ignored
+    assert pf.find_pieces(TOKENS, "its application") == [9, 10, 11, 12]
+    assert pf.find_words_in_pieces(TOKENS, "application") == [WORD["application"]]
 
 
-def test_locate_missing_word_is_a_readable_error():
+def test_find_pieces_of_a_missing_word_is_a_readable_error():
     with pytest.raises(ValueError, match="does not contain the word 'making'.*Law will never"):
-        pf.locate(TOKENS, "making")
+        pf.find_pieces(TOKENS, "making")
     with pytest.raises(ValueError, match="does not contain"):
-        pf.locate(TOKENS, "application its")                 # both words exist, but not in this order
+        pf.find_pieces(TOKENS, "application its")                 # both words exist, but not in this order
     with pytest.raises(ValueError, match="no word"):
-        pf.locate(TOKENS, " - ")
+        pf.find_pieces(TOKENS, " - ")
 
 
 def test_dependency_scores_rank_the_planted_head_first():
     attn = uniform()
-    its, law, app = pf.locate(TOKENS, "its"), pf.locate(TOKENS, "Law"), pf.locate(TOKENS, "application")
+    its, law, app = pf.find_pieces(TOKENS, "its"), pf.find_pieces(TOKENS, "Law"), pf.find_pieces(TOKENS, "application")
     set_row(attn, 2, 1, its, law, [0.5, 0.4])                 # 0.9 of the mass on the two pieces of 'Law'
     set_row(attn, 2, 3, its, app + [0], [0.3, 0.3, 0.4])      # 0.6 on 'application'
     df = pf.dependency_scores(pf.word_view(attn, TOKENS), "its", ["Law", "application"])
@@ -60,7 +60,7 @@ def test_dependency_scores_rank_the_planted_head_first():
 
 def test_from_word_averages_its_pieces():
     attn = uniform()
-    its, law = pf.locate(TOKENS, "its"), pf.locate(TOKENS, "Law")
+    its, law = pf.find_pieces(TOKENS, "its"), pf.find_pieces(TOKENS, "Law")
     set_row(attn, 0, 2, its[:1], law, [0.5, 0.5])             # only the first piece of 'its' looks at 'Law'
     set_row(attn, 0, 2, its[1:], [0], [1.0])
     row = pf.dependency_scores(pf.word_view(attn, TOKENS), "its", ["Law"]).iloc[0]
@@ -69,7 +69,7 @@ def test_from_word_averages_its_pieces():
 
 def test_figure4_picks_the_layer_with_the_best_pair():
     attn = uniform()
-    its, law = pf.locate(TOKENS, "its"), pf.locate(TOKENS, "Law")
+    its, law = pf.find_pieces(TOKENS, "its"), pf.find_pieces(TOKENS, "Law")
     set_row(attn, 0, 0, its, law, [0.5, 0.5])                 # the single best head is in layer 0...
     set_row(attn, 1, 2, its, law, [0.45, 0.45])               # ...but layer 1 has the best two
     set_row(attn, 1, 3, its, law, [0.4, 0.4])
@@ -91,7 +91,7 @@ def next_word_head(attn, layer, head):
 
 def test_antecedent_head_beats_next_word_head_on_figure4():
     attn = uniform()
-    its, law = pf.locate(TOKENS, "its"), pf.locate(TOKENS, "Law")
+    its, law = pf.find_pieces(TOKENS, "its"), pf.find_pieces(TOKENS, "Law")
     next_word_head(attn, 1, 0)                                # 'its' -> 'application', and so on everywhere
     set_row(attn, 2, 3, its, law + [len(TOKENS) - 1], [0.4, 0.4, 0.2])   # 0.8 of 'its' on 'Law'
     fig = pf.figure4(attn, TOKENS)
@@ -112,7 +112,7 @@ def test_antecedent_head_beats_next_word_head_on_figure4():
 
 def test_a_head_where_every_word_looks_at_law_does_not_link():
     attn = uniform()
-    law = pf.locate(TOKENS, "Law")
+    law = pf.find_pieces(TOKENS, "Law")
     set_row(attn, 0, 1, range(len(TOKENS)), law, [0.5, 0.5])  # every word: all on 'Law'
     fig = pf.figure4(attn, TOKENS)
     assert fig.best.score == pytest.approx(1.0) and fig.best.others == pytest.approx(1.0)

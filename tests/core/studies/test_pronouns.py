@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import core
+from core.studies import paper_figures as pf
 from core.studies import pronouns as P
 from scripts import evaluate_pronouns
 
@@ -198,6 +199,23 @@ def test_form_probabilities_are_the_next_word_probabilities(translation_model):
     it = P.form_probabilities(translation_model, "The bank said it would close.", "Die Bank sagte, sie schließe.", "it")
     assert list(it.table.form) == ["er", "es", "sie"] and it.written == "sie"
     assert P.form_probabilities(translation_model, src, "Die Bank erhöhte die Zinsen.") is None
+
+
+def test_the_sentence_test_and_where_the_model_looked(translation_model):
+    item = ITEMS[0]
+    right, wrong = P.sentence_test(translation_model, item)
+    result = P.evaluate(translation_model, [item])[0]
+    assert (round(right, 4), round(wrong, 4)) == (result["logp_right"], result["logp_wrong"])
+    res = translation_model.attend(item["en"], tgt=item["de"])
+    choice = P.form_probabilities(translation_model, item["en"], item["de"], item["pronoun"])
+    g = P.gaze(res, item["pronoun"], item["antecedent"], choice.written)
+    enc, cross = res.view("enc_self", words=True), res.view("cross", words=True)
+    assert g.enc.rows == enc.rows and np.allclose(g.cross.maps, cross.maps)
+    assert enc.rows[g.pronoun_word] == item["pronoun"] and enc.cols[g.antecedent_word] == item["antecedent"]
+    assert cross.rows[g.written_word].startswith(choice.written)
+    assert g.layer == pf.best_layer(pf.dependency_scores(enc, item["pronoun"], [item["antecedent"]]), k=2)
+    with pytest.raises(ValueError, match="does not contain the word 'elephant'"):
+        P.gaze(res, item["pronoun"], "elephant", choice.written)
 
 
 def test_finding_the_pronoun_and_a_first_guess_at_its_antecedent():

@@ -1,0 +1,274 @@
+"""Every cached computation of the app, under one key convention.
+
+The key: a CheckpointKey (app.checkpoints: the checkpoint's name and the version of its weights) first, then the
+page's choices. "Which checkpoint, which version" is answered once per rerun: app/main.py pins the checkpoint
+picked in the sidebar (pin_checkpoint) and the page reads it (current_checkpoint); a page run on its own, as the
+tests run them, answers it when it asks. An argument whose name starts with "_" is not part of a key (Streamlit's
+rule): it is the object that the rest of the key stands for. Streamlit keys on the arguments as passed, so a
+function with defaults calls its cached twin with every argument in place: one choice, one cache entry.
+
+st.cache_data gives every call its own copy; st.cache_resource one object shared, read-only, by every session
+(models, views, figures). Either computes a missing value once: a session that asks meanwhile waits for it.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app.checkpoints import UNTRAINED, CheckpointKey, checkpoint_key, checkpoint_names, checkpoints_dir, untrained_model
+from app.demo import DOMAINS, demo_sentences
+from app.figures.attention import heatmap_figure
+from app.figures.qk import qk_scatter, small_multiples
+from app.figures.sdpa import collapse_table as sdpa_collapse_table
+from app.figures.style import readable
+from core import CheckpointError, TranslationModel, load_checkpoint
+from core.checkpoint.snapshots import read_probes, snapshot_steps
+from core.studies import ablation, analysis, compare, pronouns, qk
+from core.studies import emergence as emergence_study
+from core.studies import alignment as al
+from core.views import AttentionView
+
+PINNED = "_checkpoint_this_run"      # session state: the key of the checkpoint of the rerun under way (app/main.py)
+ATTENDING = "Translating and collecting every attention map…"
+
+
+# ---- which checkpoint, which version: once per rerun ----
+
+def pin_checkpoint(name: str) -> CheckpointKey:
+    """Look up the version of the checkpoint picked for this rerun, once: every page's caches use this key."""
+    st.session_state[PINNED] = checkpoint_key(name)
+    return st.session_state[PINNED]
+
+
+def unpin_checkpoint() -> None:
+    """The rerun is over (app/main.py): the next one looks at the checkpoint's files again."""
+    st.session_state.pop(PINNED, None)
+
+
+def current_checkpoint() -> CheckpointKey:
+    """The key of the checkpoint picked in the sidebar: the one pinned for this rerun, or (a page run on its own)
+    the first checkpoint's, looked up now."""
+    pinned = st.session_state.get(PINNED)
+    return pinned if pinned is not None else checkpoint_key(st.session_state.get("checkpoint", checkpoint_names()[0]))
+
+
+# ---- models and their attention ----
+
+@st.cache_resource(max_entries=4, show_spinner="Loading the model…")
+def load_model(key: CheckpointKey) -> TranslationModel:
+    """One version of a checkpoint's model, loaded once per process; raises CheckpointError."""
+    if key.name == UNTRAINED:
+        return untrained_model()
+    return load_checkpoint(checkpoints_dir() / key.name)
+
+
+def model_or_stop() -> tuple[CheckpointKey, TranslationModel]:
+    """For pages: the current checkpoint's key and model, or a message and st.stop()."""
+    key = current_checkpoint()
+    try:
+        return key, load_model(key)
+    except CheckpointError as e:
+        st.error(f"The checkpoint '{key.name}' cannot be loaded: {e}. Pick another in the sidebar.")
+        st.stop()
+
+
+def attend(key: CheckpointKey, src: str, tgt: str | None = None, beam: int = 1):
+    """AttendResult for (checkpoint version, sentence, target, beam): switching layer or head reuses it."""
+    return _attend(key, src, tgt, beam)
+
+
+@st.cache_data(max_entries=64, show_spinner=ATTENDING)
+def _attend(key: CheckpointKey, src: str, tgt: str | None, beam: int):
+    return load_model(key).attend(src, tgt=tgt, beam=beam)
+
+
+def attention_view(key: CheckpointKey, src: str, tgt: str | None = None, beam: int = 1, kind: str = "enc_self",
+                   words: bool = False, specials: bool = True) -> AttentionView:
+    """One kind of map of attend(...) labelled by core.views, built once per choice and shared read-only: a page
+    that shows one head slices it (view.maps[layer, head])."""
+    return _attention_view(key, src, tgt, beam, kind, words, specials)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _attention_view(key: CheckpointKey, src: str, tgt: str | None, beam: int, kind: str, words: bool,
+                    specials: bool) -> AttentionView:
+    return attend(key, src, tgt, beam).view(kind, words=words, specials=specials)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def heatmap_frame(rows: tuple, cols: tuple, row_title: str, col_title: str, zmax, presenter: bool) -> dict:
+    """A styled one-head heatmap for these labels as a dict, shared by every session: switching the head (or the
+    layer) only swaps in another map and title (heatmap_from_frame), instead of building a figure (issue 13)."""
+    fig = heatmap_figure(np.zeros((len(rows), len(cols)), np.float32), list(rows), list(cols), zmax=zmax,
+                         row_title=row_title, col_title=col_title)
+    return readable(fig, presenter).to_dict()
+
+
+# ---- the checkpoint page: heads over training ----
+
+def _snapshots_version(name: str) -> str:
+    """How many snapshots a checkpoint has and when the newest and probes.json were written: new ones rescore."""
+    folder = checkpoints_dir() / name / "snapshots"
+    try:
+        files = sorted(folder.glob("step_*.npz")) + [folder / "probes.json"]
+        return f"{len(files)}:" + ":".join(f"{p.name}@{p.stat().st_mtime_ns}" for p in files[-2:])
+    except OSError:
+        return "none"
+
+
+def emergence(key: CheckpointKey):
+    """(emergence table of every snapshot, unreadable steps, scores of the final weights), cached per version of
+    the weights and of the snapshots."""
+    return _emergence(key, _snapshots_version(key.name))
+
+
+@st.cache_data(max_entries=8, show_spinner="Scoring every attention snapshot of the training run…")
+def _emergence(key: CheckpointKey, snapshots_version: str):
+    model = load_model(key)
+    final = emergence_study.model_scores(model, model.card.steps)
+    if model.folder is None:
+        return None, [], final
+    table, unreadable = emergence_study.snapshot_scores({"sentences": read_probes(model.folder),
+                                                         "pronouns": read_probes(model.folder, "pronouns")},
+                                                        snapshot_steps(model.folder))
+    return table, unreadable, final
+
+
+# ---- What heads do ----
+
+@st.cache_data(show_spinner="Scoring every head on the probe sentences…", max_entries=8)
+def head_scores(key: CheckpointKey) -> pd.DataFrame:
+    """Every head's scores (core.studies.analysis.head_scores)."""
+    return analysis.head_scores(load_model(key))
+
+
+@st.cache_data(show_spinner="Translating…", max_entries=64)
+def translations_without(key: CheckpointKey, texts: tuple, heads: tuple) -> list:
+    """Translations with some heads switched off (none: the normal ones)."""
+    return ablation.translate_without(load_model(key), texts, heads)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def dev_slice(key: CheckpointKey, n: int):
+    """(sources, references, where they come from) to measure BLEU on."""
+    return ablation.dev_slice(load_model(key), n, name=key.name)
+
+
+@st.cache_data(show_spinner="Running both models…", max_entries=16)
+def comparison(a: CheckpointKey, b: CheckpointKey, sentence: str) -> compare.Comparison:
+    """Two checkpoints' maps of one sentence, aligned (core.studies.compare)."""
+    return compare.compare_results(*compare.attend_both(load_model(a), load_model(b), sentence))
+
+
+# ---- Which pronoun? ----
+
+@st.cache_data(show_spinner=False)
+def pronoun_set() -> list[dict]:
+    return pronouns.load_pronoun_set()
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def form_choice(key: CheckpointKey, src: str, tgt: str, pronoun: str) -> pronouns.FormChoice | None:
+    """The model's probability of each German form of `pronoun` where `tgt` has one (None: it has none)."""
+    return pronouns.form_probabilities(load_model(key), src, tgt, pronoun)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def gaze(key: CheckpointKey, src: str, tgt: str, pronoun: str, antecedent: str, written: str) -> pronouns.Gaze:
+    """Where the model looked while it wrote the form `written` (core.studies.pronouns.gaze); ValueError if a word
+    is missing."""
+    return pronouns.gaze(attend(key, src, tgt), pronoun, antecedent, written)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def sentence_test(key: CheckpointKey, item: dict) -> tuple[float, float]:
+    """log P of a set item's right and of its wrong German."""
+    return pronouns.sentence_test(load_model(key), item)
+
+
+# ---- Alignment ----
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def gold_pairs(folder: str):
+    """(pairs, None), or (None, why not) when the gold data is not there."""
+    try:
+        return al.read_gold(folder), None
+    except al.AlignmentError as e:
+        return None, str(e)
+
+
+@st.cache_data(show_spinner=ATTENDING, max_entries=32)
+def sentence_maps(key: CheckpointKey, src: str, tgt: str | None, folder: str, pair: int | None) -> al.SentenceMaps:
+    """Word-level cross-attention of a sentence pair under every shift: gold pair number `pair` (0-based) of the
+    gold in `folder`, or (None) the model's own words; AlignmentError (a ValueError) when it cannot be aligned."""
+    gold = None if pair is None else gold_pairs(folder)[0][pair]
+    return al.sentence_maps(attend(key, src, tgt), gold)
+
+
+# ---- Queries and keys ----
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def qk_sentences(key: CheckpointKey) -> tuple[list[dict], str]:
+    """The sentence pairs of the view and where they come from: the checkpoint's sample, its dev data, or (about
+    "") the demo sentences."""
+    model = load_model(key)
+    pairs, about = qk.checkpoint_sample(model.folder, model.card)
+    if pairs:
+        return pairs, about
+    demo = list(dict.fromkeys(demo_sentences(model.card) + [s for _, ex in DOMAINS.values() for s in ex.values()]))
+    return [{"src": s, "tgt": None} for s in demo], ""
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def qk_vectors(key: CheckpointKey) -> dict:
+    """{kind: core.studies.qk.QKSet} of qk_sentences, computed once per checkpoint version (with a progress bar)
+    and read by every session; a session that asks meanwhile waits."""
+    pairs = qk_sentences(key)[0]
+    bar = st.progress(0.0, text=f"Running the model on {len(pairs)} sentences and keeping every head's "
+                                "queries and keys (once per checkpoint)…")
+    def progress(done, total):
+        bar.progress(done / max(total, 1), text=f"Running the model: {done} of {total} sentences…")
+    sets = qk.collect(load_model(key), pairs, progress=progress)
+    bar.empty()
+    return sets
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def qk_embedding(key: CheckpointKey, kind: str, layer: int, head: int, method: str, specials: bool,
+                 _qks: qk.QKSet):
+    """(points, coords, variance kept) of one head of qk_vectors(key)[kind] (core.studies.qk.head_embedding)."""
+    qks = _qks.first_sentences(qk.TSNE_MAX_POINTS) if method == "tsne" else _qks
+    return qk.head_embedding(qks, layer, head, method, specials)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def qk_layer_embedding(key: CheckpointKey, kind: str, layer: int, specials: bool, _qks: qk.QKSet) -> list:
+    """PCA of every head of one layer of qk_vectors(key)[kind] (core.studies.qk.layer_embeddings)."""
+    return qk.layer_embeddings(_qks, layer, "pca", specials)
+
+
+# Figures too: building one with thousands of points costs a second or two.
+@st.cache_resource(max_entries=32, show_spinner=False)
+def qk_scatter_figure(key: CheckpointKey, kind: str, layer: int, head: int, method: str, specials: bool,
+                      color_by: str, words: tuple | None, mark: int | None, title: str, axes: tuple,
+                      _embedded: tuple):
+    """app.figures.qk.qk_scatter of qk_embedding(key, kind, layer, head, method, specials)."""
+    points, coords, _ = _embedded
+    return qk_scatter(points, coords, color_by, None if words is None else list(words), title=title,
+                      axis_titles=axes, mark=mark)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def qk_grid_figure(key: CheckpointKey, kind: str, layer: int, specials: bool, color_by: str, selected: int,
+                   title: str, _embedded: list):
+    """app.figures.qk.small_multiples of qk_layer_embedding(key, kind, layer, specials)."""
+    return small_multiples(_embedded, color_by, title, selected=selected)
+
+
+# ---- Attention, step by step ----
+
+@st.cache_data(show_spinner=False)
+def collapse_table(d_ks: tuple) -> pd.DataFrame:
+    """app.figures.sdpa.collapse_table: the same for every run of the page."""
+    return sdpa_collapse_table(list(d_ks))
