@@ -144,11 +144,14 @@ def is_punctuation(text: str) -> bool:
 
 
 def strip_punctuation(word: str) -> str:
-    """The word without the punctuation around it: '„Its,' -> 'Its'; punctuation inside it ('U.S' of 'U.S.') stays."""
+    """The word without the punctuation and symbols around it ('„Its,' -> 'Its', '$5' -> '5'), to match words;
+    what stands inside it stays ('U.S' of 'U.S.'), and so does SentencePiece's word marker ▁ (a symbol)."""
+    def around(c: str) -> bool:
+        return is_punctuation(c) or (unicodedata.category(c).startswith("S") and c != WORD_START)
     start, end = 0, len(word)
-    while start < end and is_punctuation(word[start]):
+    while start < end and around(word[start]):
         start += 1
-    while end > start and is_punctuation(word[end - 1]):
+    while end > start and around(word[end - 1]):
         end -= 1
     return word[start:end]
 

@@ -142,4 +142,5 @@ def test_one_test_of_punctuation_strips_words_and_bares_them():
     assert not is_punctuation("$") and not is_punctuation("a.") and not is_punctuation("")        # symbols are not
     assert strip_punctuation("„Its,") == "Its" and strip_punctuation("U.S.") == "U.S" and strip_punctuation("...") == ""
     assert strip_punctuation("▁word") == "▁word"                                   # the word marker is no punctuation
-    assert bare_word("Its,") == "its" and bare_word("(difficult.)") == "difficult" and bare_word("$5") == "$5"
+    assert bare_word("Its,") == "its" and bare_word("(difficult.)") == "difficult"
+    assert bare_word("$5") == "5" and bare_word("+x") == "x"          # word matching strips symbols too, as before
