@@ -12,6 +12,8 @@ st.cache_data gives every call its own copy; st.cache_resource one object shared
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -25,6 +27,7 @@ from app.figures.style import readable
 from core import CheckpointError, TranslationModel, load_checkpoint
 from core.checkpoint.snapshots import read_probes, snapshot_steps
 from core.studies import ablation, analysis, compare, pronouns, qk
+from core.studies import syntax as sx
 from core.studies import emergence as emergence_study
 from core.studies import alignment as al
 from core.views import AttentionView
@@ -159,6 +162,61 @@ def dev_slice(key: CheckpointKey, n: int):
 def comparison(a: CheckpointKey, b: CheckpointKey, sentence: str) -> compare.Comparison:
     """Two checkpoints' maps of one sentence, aligned (core.studies.compare)."""
     return compare.compare_results(*compare.attend_both(load_model(a), load_model(b), sentence))
+
+
+# ---- What heads do: syntax ----
+
+def _file_version(path: str) -> str:
+    """A file's size and time of change ("missing" when it is not there): a changed file is read again."""
+    try:
+        st_ = Path(path).stat()
+        return f"{st_.st_size}@{st_.st_mtime_ns}"
+    except OSError:
+        return "missing"
+
+
+def ud_sentences(path: str):
+    """(the gold-parsed sentences of a CoNLL-U file, None), or (None, why not) when it is missing or garbled."""
+    return _ud_sentences(path, _file_version(path))
+
+
+@st.cache_resource(max_entries=4, show_spinner="Reading the gold parses…")
+def _ud_sentences(path: str, version: str):
+    try:
+        return sx.read_conllu(path), None
+    except sx.SyntaxDataError as e:
+        return None, str(e)
+
+
+def syntax_report(key: CheckpointKey, path: str, n: int, min_arcs: int) -> sx.SyntaxReport:
+    """core.studies.syntax's report of the checkpoint on the first n sentences of a CoNLL-U file (held out: the
+    second half of them), computed once per checkpoint version and choice with a progress bar, shared read-only.
+    SyntaxDataError when none can be used."""
+    return _syntax_report(key, path, _file_version(path), n, min_arcs)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _syntax_report(key: CheckpointKey, path: str, version: str, n: int, min_arcs: int) -> sx.SyntaxReport:
+    sentences = ud_sentences(path)[0][:n]
+    bar = st.progress(0.0, text=f"Running the encoder on {len(sentences)} gold-parsed sentences (once per "
+                                "checkpoint and number of sentences)…")
+    def progress(done, total):
+        bar.progress(done / max(total, 1), text=f"Running the encoder: {done} of {total} sentences…")
+    try:
+        return sx.report(sx.evaluate(load_model(key), sentences, progress=progress), min_arcs)
+    finally:
+        bar.empty()
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _parsed_attention(key: CheckpointKey, parse: str, _sentence: sx.UDSentence) -> sx.SentenceAttention:
+    return sx.sentence_attention(attend(key, _sentence.text), _sentence)
+
+
+def parsed_attention(key: CheckpointKey, sentence: sx.UDSentence) -> sx.SentenceAttention:
+    """One parsed sentence's word-level encoder self-attention; SyntaxDataError when it cannot be mapped."""
+    return _parsed_attention(key, repr((sentence.text, sentence.words, sentence.heads, sentence.deprels)), sentence)
 
 
 # ---- Which pronoun? ----

@@ -129,3 +129,38 @@ def describe_link(found) -> str:
 def display_table(table: pd.DataFrame) -> pd.DataFrame:
     """The ranked table as users read it: layers and heads counted from 1, scores rounded."""
     return one_based(table).round(3)
+
+
+def figure5_best(arcs: pd.DataFrame, k: int = 2) -> pd.DataFrame:
+    """The k heads that follow the most gold arcs of Figure 5's sentence (core.studies.syntax.figure5_arcs'
+    table, best first); ValueError when no head follows any."""
+    best = arcs[arcs["followed"] > 0].head(k)
+    if best.empty:
+        raise ValueError("no head's strongest links follow any gold arc of this sentence")
+    return best
+
+
+def describe_figure5_head(row, words: list[str]) -> str:
+    """In plain words: which relation one head of figure5_arcs follows, with an example and its overall score."""
+    examples = [f"'{words[q]}' → '{words[p]}'" for q, p, rel, d in row["links"]
+                if (rel, d) == (row["relation"], row["direction"])][:3]
+    return (f"**Layer {int(row['layer']) + 1}, head {int(row['head']) + 1}** follows {int(row['followed'])} of the "
+            f"sentence's {int(row['arcs'])} directed gold arcs ({row['score']:.0%}); most of all "
+            f"**{row['relation']} {row['direction']}**: {int(row['relation_followed'])} of its "
+            f"{int(row['relation_arcs'])} (" + ", ".join(examples) + ").")
+
+
+def figure5_layer_note(best: pd.DataFrame, arcs: pd.DataFrame) -> str:
+    """Where the best heads sit, against the paper's layer 5 of 6 (0-based pf.PAPER_LAYER)."""
+    layers = sorted({int(r) for r in best["layer"]})
+    if all(layer == pf.PAPER_LAYER for layer in layers):
+        return "Both best heads are in layer 5, as in the paper."
+    where = " and ".join(f"layer {layer + 1}" for layer in layers)
+    in5 = arcs[arcs["layer"] == pf.PAPER_LAYER]
+    text = (f"The best heads are not in layer 5, the paper's: they are in {where}." if pf.PAPER_LAYER not in layers
+            else f"Only one of the best heads is in layer 5, the paper's; the other is elsewhere ({where}).")
+    if not in5.empty and pf.PAPER_LAYER not in layers:
+        r = in5.iloc[0]
+        text += (f" Layer 5's best, head {int(r['head']) + 1}, follows {int(r['followed'])} of {int(r['arcs'])} "
+                 f"arcs ({r['score']:.0%}).")
+    return text

@@ -5,9 +5,11 @@ from app import cache
 from app.checkpoints import UNTRAINED
 from app.demo import DOMAINS, domain
 from app.display import show_figure
-from app.figures.paper import describe_link, display_table, figure_set, find_heads, score_grid_figure
+from app.figures.paper import (describe_figure5_head, describe_link, display_table, figure5_best, figure5_layer_note,
+                               figure_set, find_heads, paper_figure, score_grid_figure)
 from app.figures.training import describe_model
 from core.studies import paper_figures as pf
+from core.studies import syntax as sx
 
 
 def introduction(name: str, model) -> None:
@@ -78,6 +80,42 @@ def draw(number: int, view, layer: int, heads) -> None:
         show_figure(fig, fig_name, key=f"pf_{fig_name}")
 
 
+def gold_structure(ckpt, view) -> None:
+    """Figure 5 against a gold parse: every head scored by the gold arcs of the paper's sentence it follows
+    (core.studies.syntax.figure5_arcs), the two best drawn the paper's way, with the relation each follows."""
+    sentence = st.session_state.get("pf5_sentence", pf.FIGURE45_SENTENCE)
+    try:
+        result = cache.attend(ckpt, sentence)
+        arcs = sx.figure5_arcs(result.enc_self, result.src_tokens)
+        best = figure5_best(arcs)
+    except sx.SyntaxDataError as e:
+        st.info(f"The gold parse (written by hand for this project) is of the paper's sentence, and this one "
+                f"does not fit it ({e}): only the neighbour score below is measured. Put the paper's sentence "
+                f"back to score heads by the arcs they follow.")
+        return
+    except ValueError as e:
+        st.warning(f"No head to draw: {e}.")
+        return
+    words = sx.read_figure5().words
+    st.subheader("Heads scored by the gold syntax they follow")
+    st.caption("A head follows a gold dependency arc (Universal Dependencies, parsed by hand for this project) "
+               "when a word's strongest link, to another word, lands on its head (dep->head) or on one of its "
+               "dependents (head->dep). Score: the share of the sentence's directed arcs it follows.")
+    for _, row in best.iterrows():
+        st.markdown(describe_figure5_head(row, words))
+    st.markdown(figure5_layer_note(best, arcs))
+    for _, row in best.iterrows():
+        layer, head = int(row["layer"]), int(row["head"])
+        show_figure(paper_figure(view, layer, [head], title=f"Figure 5, layer {layer + 1}, head {head + 1}: "
+                                 f"{row['relation']} {row['direction']}"),
+                    f"figure5_gold_layer{layer + 1}_head{head + 1}", key=f"pf5_gold_{layer}_{head}")
+    show_figure(score_grid_figure(arcs, title="Share of the gold arcs each head follows"), "figure5_gold_scores",
+                key="pf5_gold_grid")
+    st.subheader("Baseline: the neighbour score")
+    st.caption("The page's earlier score, kept as a baseline: how much of a word's attention goes to its "
+               "previous and next words. A positional habit, not syntax, and it names no relation.")
+
+
 TABS = [  # figure, tab title, the paper's caption and our score, heads picked by default (None: all), score label
     (3, "Figure 3: long distance",
      "*Paper: \"Many of the attention heads attend to a distant dependency of the verb 'making', "
@@ -96,9 +134,10 @@ TABS = [  # figure, tab title, the paper's caption and our score, heads picked b
     (5, "Figure 5: structure",
      "*Paper: \"Many of the attention heads exhibit behaviour that seems related to the structure "
      "of the sentence. We give two such examples above, from two different heads from the encoder "
-     "self-attention at layer 5 of 6.\"* Score (our choice, as the paper gives none): the mean share "
-     "of a word's attention on its previous and next words; such local heads are the structural "
-     "heads most often found in trained Transformers.",
+     "self-attention at layer 5 of 6.\"* The paper gives no score. Ours: the gold dependency arcs "
+     "of the sentence (parsed by hand) that a head's strongest links follow; below it, as a baseline, the "
+     "mean share of a word's attention on its previous and next words, the local habit most often found "
+     "in trained Transformers.",
      2, "mean share of a word's attention on its two neighbours"),
 ]
 
@@ -108,6 +147,8 @@ def figure_tab(ckpt, cfg, words: bool, figure: int, caption: str, n_heads: int |
     view, found = analyse(ckpt, figure, words)
     if found and describe_link(found):   # Figures 3 and 4: does any head link the words at all?
         (st.success if found.linked else st.warning)(describe_link(found))
+    if figure == 5 and found:
+        gold_structure(ckpt, view)
     if found:
         layer, heads = pick(ckpt.name, cfg, figure, found, n_heads)
         draw(figure, view, layer, heads)

@@ -462,3 +462,30 @@ def figure5_arcs(attn: np.ndarray, tokens: list[str], parse: UDSentence | None =
                             "relation_arcs": of.get(main, 0), "links": links})
     return pd.DataFrame(records).sort_values(["score", "layer", "head"], ascending=[False, True, True],
                                              ignore_index=True)
+
+
+# --------------------------------------------------------------------------- typed sentences: an automatic parse
+
+SPACY_MODEL = "en_core_web_sm"
+
+
+def automatic_parser():
+    """spaCy's English pipeline when spaCy and its model are installed (optional, never required), else None."""
+    try:
+        import spacy
+        return spacy.load(SPACY_MODEL)
+    except Exception:                                    # not installed, no model, a broken install: no parser
+        return None
+
+
+def automatic_parse(nlp, text: str) -> UDSentence:
+    """A typed sentence parsed by spaCy (an automatic parse, not gold; spaCy's labels, close to UD's); the
+    first sentence if it finds several. SyntaxDataError for an empty text."""
+    text = clean_text(text or "")
+    if not text:
+        raise SyntaxDataError("type a sentence to parse")
+    sent = next(iter(nlp(text).sents))
+    base = sent[0].i
+    return UDSentence(sent.text, [t.text for t in sent],
+                      [-1 if t.head.i == t.i else t.head.i - base for t in sent],
+                      ["root" if t.head.i == t.i else t.dep_.lower() for t in sent], "typed (automatic parse)")

@@ -31,12 +31,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def shared_fixture(folder: Path) -> Path:
+    """A stand-in for ../shared (never the real data): the tiny hand-written UD fixture as the EWT dev file."""
+    ud = folder / "eval" / "ud-english-ewt"
+    ud.mkdir(parents=True, exist_ok=True)
+    (ud / "en_ewt-ud-dev.conllu").write_bytes((FIXTURES / "syntax" / "mini.conllu").read_bytes())
+    return folder
+
+
 @contextlib.contextmanager
 def serve(checkpoints: Path, log: Path):
     """`streamlit run app/main.py` on a free port with its checkpoints from `checkpoints`; yields the URL."""
     port = free_port()
     env = {**os.environ, "ATTN_EXPLORER_CHECKPOINTS": str(checkpoints),
-           "ATTN_EXPLORER_ALIGNMENT_GOLD": str(FIXTURES / "alignment_gold")}
+           "ATTN_EXPLORER_ALIGNMENT_GOLD": str(FIXTURES / "alignment_gold"),
+           "ATTN_EXPLORER_SHARED": str(shared_fixture(log.parent / "shared"))}
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app/main.py", "--server.port", str(port),

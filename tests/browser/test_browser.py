@@ -125,3 +125,24 @@ def test_queries_and_keys_page_in_a_real_browser(app_url):
                                ".some(t => t.textContent === 'head 8')")
         page.screenshot(path=str(ARTIFACTS / "qk_layer.png"))
         assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_syntax_tab_and_figure5_in_a_real_browser(app_url):
+    """'What heads do' > Syntax: a gold sentence (the tiny UD fixture stands in for EWT dev) beside a head's arcs;
+    the paper's Figure 5 tab: the heads scored by the gold arcs they follow, the neighbour score as a baseline."""
+    with browser_page(height=2600) as page:
+        page.goto(app_url + "/heads")
+        page.get_by_role("tab", name="Syntax").click()
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text.gtitle')]"
+                               ".some(t => t.textContent.includes('gold beside the head'))")
+        assert page.get_by_text("UD English EWT dev", exact=False).count() >= 1
+        page.screenshot(path=str(ARTIFACTS / "heads_syntax.png"), full_page=True)
+        assert page.locator('[data-testid="stException"]').count() == 0
+
+        page.goto(app_url + "/paper_figures")
+        page.get_by_role("tab", name="Figure 5: structure").click()
+        page.get_by_text("Baseline: the neighbour score").wait_for()
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text.gtitle')]"
+                               ".some(t => t.textContent.startsWith('Share of the gold arcs'))")
+        page.screenshot(path=str(ARTIFACTS / "paper_figure5_gold.png"), full_page=True)
+        assert page.locator('[data-testid="stException"]').count() == 0

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 import core
 from app.checkpoints import checkpoint_key
-from tests.helpers import tiny_model
+from tests.helpers import FIXTURES, tiny_model
 from core.studies import analysis, compare
 from core.paths import REPO
 
@@ -33,6 +33,18 @@ def checkpoints(tmp_path, tokenizer, monkeypatch):
                              {"name": name, "trained_here": True, "data": {"folder": str(data)}})
     monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(tmp_path / "ckpts"))
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def ud_dev(tmp_path, monkeypatch):
+    """../shared moved to a folder whose UD English EWT dev file is the tiny hand-written fixture (never the
+    real data); returns that file."""
+    ud = tmp_path / "shared" / "eval" / "ud-english-ewt"
+    ud.mkdir(parents=True)
+    dev = ud / "en_ewt-ud-dev.conllu"
+    dev.write_bytes((FIXTURES / "syntax" / "mini.conllu").read_bytes())
+    monkeypatch.setenv("ATTN_EXPLORER_SHARED", str(tmp_path / "shared"))
+    return dev
 
 
 def page(name="tiny-a") -> AppTest:
@@ -154,3 +166,40 @@ def test_compared_maps_pick_the_same_head_of_both_models():
     (a, b), r, c = analysis.compared_maps(cmp, "enc_self", 0, head=1, words=True)
     assert r == c == ["ab", "</s>"]
     assert np.allclose(a, [[1.0, 0.5], [1.0, 0.5]]) and np.allclose(b, [[2, 1], [2, 1]])   # columns summed
+
+
+def syntax_texts(at) -> str:
+    return "\n".join(e.value for kind in ("markdown", "caption", "info", "warning") for e in at.get(kind))
+
+
+def test_syntax_tab_grids_heads_by_relation_and_draws_a_sentence_beside_its_gold_arcs(checkpoints, monkeypatch):
+    from core.studies import syntax as sx
+    monkeypatch.setattr(sx, "MIN_ARCS", 1)                     # four sentences: a relation needs one arc a half
+    at = page()
+    assert not at.exception, [e.value for e in at.exception]
+    specs = charts(at)
+    grid = specs["heads_syn_grid"]["data"][0]
+    cfg = core.load_checkpoint(checkpoints / "ckpts" / "tiny-a").cfg
+    assert len(grid["y"]) == cfg.N * cfg.h and "nsubj dep-&gt;head" in grid["x"]
+    assert "heads_syn_arcs" in specs
+    text = syntax_texts(at)
+    assert "UD English EWT dev" in text and "no automatic parser" in text
+    # another relation and sentence: the arcs figure follows
+    at.selectbox(key="heads_syn_rel").set_value(("punct", "head->dep")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "punct head-&gt;dep" in charts(at)["heads_syn_arcs"]["layout"]["title"]["text"]
+
+
+def test_syntax_tab_says_when_too_few_arcs_and_when_the_dev_file_is_missing(checkpoints, ud_dev):
+    at = page()                                                # MIN_ARCS 20: four sentences give no grid
+    assert not at.exception, [e.value for e in at.exception]
+    assert "heads_syn_grid" not in charts(at) and "heads_syn_arcs" in charts(at)
+    assert "no relation has 20 arcs in each half" in syntax_texts(at)
+    ud_dev.unlink()
+    st.cache_resource.clear()
+    at = page()
+    assert not at.exception, [e.value for e in at.exception]
+    text = syntax_texts(at)
+    assert "cannot be read" in text and "does not exist" in text and "Figure 5 sentence" in text
+    assert "heads_syn_grid" not in charts(at)
+    assert "longer than the model takes" in text        # the tiny model's max_len is shorter than the paper's sentence

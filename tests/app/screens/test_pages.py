@@ -175,3 +175,17 @@ def test_paper_figures_page_finds_and_draws_heads(with_tiny):
     assert any(f"layer {other + 1}: full attentions" in t for t in titles)
     at.text_input(key="pf4_sentence").set_value("A sentence without the pronoun.").run()
     assert any("does not contain the word 'its'" in e.value for e in ok(at).error)
+
+
+def test_figure5_scores_heads_by_the_gold_arcs_they_follow(with_tiny):
+    at = ok(page("paper_figures", with_tiny))
+    keys = [c.key for c in at.get("plotly_chart")]
+    gold = [k for k in keys if k.startswith("pf5_gold_") and k != "pf5_gold_grid"]
+    assert len(gold) == 2 and "pf5_gold_grid" in keys and "pf5_grid" in keys      # two best; the baseline stays
+    text = " ".join(m.value for m in at.markdown)
+    assert text.count("directed gold arcs") == 2 and "most of all" in text
+    assert "layer 5" in text                                   # where the best heads sit, against the paper's
+    assert any("Baseline: the neighbour score" in h.value for h in at.subheader)
+    at.text_input(key="pf5_sentence").set_value("A sentence of its own.").run()
+    assert any("does not fit it" in i.value for i in ok(at).info)
+    assert not any(c.key.startswith("pf5_gold_") for c in at.get("plotly_chart"))

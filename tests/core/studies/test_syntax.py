@@ -268,3 +268,22 @@ def test_figure5_arcs_on_a_real_tokenizer(tokenizer):
     df = sx.figure5_arcs(res.enc_self, res.src_tokens)
     assert len(df) == tm.cfg.N * tm.cfg.h
     assert df.arcs.iloc[0] <= 48 and (df.followed <= df.arcs).all()
+
+
+def test_an_automatic_parse_of_a_typed_sentence_becomes_a_ud_sentence(monkeypatch):
+    """spaCy is optional: a stand-in for its parse (tokens with .i, .text, .head, .dep_) gives a UDSentence, and
+    without spaCy there is no parser at all."""
+    parsed = [("Dogs", "nsubj"), ("bark", "ROOT"), (".", "punct")]
+    toks = [SimpleNamespace(i=i, text=w, dep_=d) for i, (w, d) in enumerate(parsed)]
+    for t, h in zip(toks, (1, 1, 1)):
+        t.head = toks[h]
+    sent = type("Sent", (), {"text": "Dogs bark.", "__getitem__": lambda self, k: toks[k],
+                             "__iter__": lambda self: iter(toks)})()
+    doc = SimpleNamespace(sents=[sent])
+    s = sx.automatic_parse(lambda text: doc, "Dogs bark.")
+    assert (s.words, s.heads, s.deprels) == (["Dogs", "bark", "."], [1, -1, 1], ["nsubj", "root", "punct"])
+    assert s.arcs() == [(0, 1, "nsubj"), (2, 1, "punct")]
+    with pytest.raises(sx.SyntaxDataError):
+        sx.automatic_parse(lambda text: doc, "  ")
+    monkeypatch.setitem(__import__("sys").modules, "spacy", None)      # import spacy fails
+    assert sx.automatic_parser() is None
