@@ -12,6 +12,7 @@ st.cache_data gives every call its own copy; st.cache_resource one object shared
 """
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +55,20 @@ def current_checkpoint() -> CheckpointKey:
     the first checkpoint's, looked up now."""
     pinned = st.session_state.get(PINNED)
     return pinned if pinned is not None else checkpoint_key(st.session_state.get("checkpoint", checkpoint_names()[0]))
+
+
+@contextlib.contextmanager
+def progress_bar(start: str, doing: str):
+    """A progress bar for a long batched computation: yields the progress(done, total) callback that core's batched
+    functions take ("<doing>: 12 of 300 sentences…"); the bar is emptied afterwards, also on an error."""
+    bar = st.progress(0.0, text=start)
+
+    def progress(done, total):
+        bar.progress(done / max(total, 1), text=f"{doing}: {done} of {total} sentences…")
+    try:
+        yield progress
+    finally:
+        bar.empty()
 
 
 # ---- models and their attention ----
@@ -198,17 +213,11 @@ def syntax_report(key: CheckpointKey, path: str, n: int, min_arcs: int) -> sx.Sy
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _syntax_report(key: CheckpointKey, path: str, version: str, n: int, min_arcs: int) -> sx.SyntaxReport:
     sentences = ud_sentences(path)[0][:n]
-    bar = st.progress(0.0, text=f"Running the encoder on {len(sentences)} gold-parsed sentences (once per "
-                                "checkpoint and number of sentences)…")
-    def progress(done, total):
-        bar.progress(done / max(total, 1), text=f"Running the encoder: {done} of {total} sentences…")
-    try:
+    with progress_bar(f"Running the encoder on {len(sentences)} gold-parsed sentences (once per checkpoint and "
+                      "number of sentences)…", "Running the encoder") as progress:
         return sx.report(sx.evaluate(load_model(key), sentences, progress=progress), min_arcs)
-    finally:
-        bar.empty()
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _parsed_attention(key: CheckpointKey, parse: str, _sentence: sx.UDSentence) -> sx.SentenceAttention:
     return sx.sentence_attention(attend(key, _sentence.text), _sentence)
@@ -283,13 +292,9 @@ def qk_vectors(key: CheckpointKey) -> dict:
     """{kind: core.studies.qk.QKSet} of qk_sentences, computed once per checkpoint version (with a progress bar)
     and read by every session; a session that asks meanwhile waits."""
     pairs = qk_sentences(key)[0]
-    bar = st.progress(0.0, text=f"Running the model on {len(pairs)} sentences and keeping every head's "
-                                "queries and keys (once per checkpoint)…")
-    def progress(done, total):
-        bar.progress(done / max(total, 1), text=f"Running the model: {done} of {total} sentences…")
-    sets = qk.collect(load_model(key), pairs, progress=progress)
-    bar.empty()
-    return sets
+    with progress_bar(f"Running the model on {len(pairs)} sentences and keeping every head's queries and keys "
+                      "(once per checkpoint)…", "Running the model") as progress:
+        return qk.collect(load_model(key), pairs, progress=progress)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

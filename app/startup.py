@@ -1,5 +1,6 @@
-"""What the app sets up once per process, before a page builds a figure: called by app/main.py (and by whoever
-builds the app's figures outside it, such as scripts/bench/bench_app.py). Importing a module of app/ sets nothing."""
+"""What the app sets up before a page builds a figure: called by app/main.py at the top of every rerun (cheap, and
+the same each time), and by whoever builds the app's figures outside it, such as scripts/bench/bench_app.py.
+Importing a module of app/ sets nothing."""
 import os
 
 import torch

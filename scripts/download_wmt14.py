@@ -25,6 +25,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import NamedTuple
+
 from core.checkpoint.atomic import atomic_open
 from core.paths import REPO
 

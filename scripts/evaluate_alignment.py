@@ -20,7 +20,6 @@ the full list of heads.
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from tqdm import tqdm
 
 from core import CheckpointError, load_checkpoint
 from core.studies import alignment as al
-from core.checkpoint import atomic_write, read_card, update_card
+from core.checkpoint import read_card, update_card, write_json
 from core.paths import portable
 from scripts import cli
 
@@ -101,7 +100,7 @@ def run(args) -> dict:
               "direction": "English (gold src.en) is the model's source, German (tgt.de) its target",
               "as_tokenized": args.as_tokenized, **al.report(ev, args.method, args.threshold)}
     if args.json:
-        atomic_write(Path(args.json), json.dumps(result, indent=2, ensure_ascii=False))
+        write_json(args.json, result)
     if not args.no_card and not args.limit:
         record_alignment(folder, result, args.as_tokenized)
     return result

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from core import CheckpointError, load_checkpoint
-from core.checkpoint import atomic_write, update_card
+from core.checkpoint import update_card, write_json
 from core.studies.pronouns import PRONOUN_SET, evaluate, load_pronoun_set, summarize
 from scripts import cli
 
@@ -49,8 +49,7 @@ def run(args) -> dict:
     if not args.no_card:
         update_card(folder, pronouns=summary)
     if args.json:
-        atomic_write(args.json, json.dumps({"checkpoint": str(folder), "summary": summary, "items": results},
-                                           indent=2, ensure_ascii=False))
+        write_json(args.json, {"checkpoint": str(folder), "summary": summary, "items": results})
     return summary
 
 

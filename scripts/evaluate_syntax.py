@@ -17,14 +17,13 @@ A --limit run leaves the card alone. The gold file is evaluation data: read in p
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from tqdm import tqdm
 
 from core import CheckpointError, load_checkpoint
-from core.checkpoint import atomic_write, update_card
+from core.checkpoint import update_card, write_json
 from core.paths import portable
 from core.studies import syntax as sx
 from scripts import cli
@@ -93,7 +92,7 @@ def run(args) -> sx.SyntaxReport:
                          progress=lambda done, total: bar.update(done - bar.n))
     rep = sx.report(ev, args.min_arcs)
     if args.json:
-        atomic_write(Path(args.json), json.dumps(rep.to_json(), indent=2, ensure_ascii=False))
+        write_json(args.json, rep.to_json())
     if not args.no_card and not args.limit:
         update_card(folder, syntax=sx.card_summary(rep, portable(args.conllu)))
     return rep
