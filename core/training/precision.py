@@ -16,6 +16,7 @@ def cpu_has_bf16() -> bool:
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
+
 def pick_precision(choice: str, device) -> tuple[str, str]:
     """(precision, why) for --precision auto|fp32|bf16 on this device."""
     if choice != "auto":
@@ -25,6 +26,7 @@ def pick_precision(choice: str, device) -> tuple[str, str]:
     if cpu_has_bf16():
         return "bf16", "auto: this CPU has AVX512_BF16/AMX"
     return "fp32", "auto: this CPU has no native bf16"
+
 
 def autocast(precision: str, device):
     """Mixed precision for the forward pass: bf16 matmuls, fp32 master weights, optimiser and loss."""

@@ -14,6 +14,7 @@ from core.studies import emergence
 
 PROBE_LINES = [8, 1053, 1]   # newstest2013 lines (1-based): the paper's Figure 3 and Figures 4-5 sentences, a short one
 
+
 class Probes:
     """Attention maps of fixed dev sentences, saved as fp16 .npz every few steps (to watch heads form)."""
 

@@ -29,10 +29,12 @@ def overrides(config_file, pairs) -> dict:
             out[k] = v
     return out
 
+
 def read_run(run: Path) -> tuple[dict, TransformerConfig]:
     """RUN/run.json as train.py wrote it (args, config, world, device, parameters), and its model config."""
     meta = json.loads((Path(run) / "run.json").read_text(encoding="utf-8"))
     return meta, TransformerConfig.from_dict(meta["config"])
+
 
 def training_pairs(data, tokenizer, cfg, max_len: int):
     """(pairs, how many were too long, (source, target) lengths with the end-of-sentence) of DATA's train split."""
@@ -40,14 +42,17 @@ def training_pairs(data, tokenizer, cfg, max_len: int):
     pairs, skipped = encode_pairs(tokenizer, src, tgt, cfg.eos_id, min(max_len, cfg.max_len - 1))
     return pairs, skipped, [(len(s), len(t) + 1) for s, t in pairs]
 
+
 def hardware(device) -> str:
     if device.type == "cuda":
         return f"{torch.cuda.get_device_name(device)} (CUDA)"
     return f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} threads"
 
+
 def progress(args, start_step, main_proc):
     return tqdm(total=args.max_steps or None, initial=start_step, disable=args.no_progress or not main_proc,
                 unit="step", dynamic_ncols=True, mininterval=2.0)
+
 
 class StopSignal:
     """SIGTERM or Ctrl-C asks a run to stop: it ends after the current step, then validates, saves and
@@ -68,6 +73,7 @@ class StopSignal:
         self.requested = True
         print(f"{signal.Signals(signum).name}: stopping after this step (saving and exporting first)", flush=True)
 
+
 def finished(args, info, n_batches, elapsed, world=1, requested: bool = False) -> bool:
     """Stop at --max-steps, --epochs, --max-minutes or --patience, whichever comes first, or when a stop
     was requested (all processes agree)."""
@@ -77,6 +83,7 @@ def finished(args, info, n_batches, elapsed, world=1, requested: bool = False) -
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         stop = bool(flag.item())
     return stop
+
 
 def stop_reason(args, info, epochs: float, elapsed: float) -> str | None:
     """The limit that ends the run ("patience", "max_steps", "epochs", "max_minutes" or "signal"), or None."""
@@ -94,9 +101,11 @@ def stop_reason(args, info, epochs: float, elapsed: float) -> str | None:
         return "max_minutes"
     return None
 
+
 def plateaued(info, patience: int) -> bool:
     """True once dev BLEU has not beaten its best for `patience` validations in a row (early stopping; 0: never)."""
     return bool(patience) and info.get("bleu_stale", 0) >= patience
+
 
 class JsonlLog:
     """Append-only JSON-lines log; on resume, lines after the resumed step are dropped (and a line cut short
@@ -113,6 +122,7 @@ class JsonlLog:
     def write(self, record: dict) -> None:
         self.f.write(json.dumps(record) + "\n")
         self.f.flush()
+
 
 def epochs_done(info) -> float:
     """Epochs seen, with the fraction of the current one (states saved before it was recorded: whole epochs)."""

@@ -37,6 +37,7 @@ def warm_start(folder, model, run: Path, rewarm: int) -> dict:
             "best_bleu": None,
             "init": {"from": portable(folder), "step": step, "rewarm": rewarm, "optimizer": "fresh Adam"}}
 
+
 def save_all(run: Path, model, opt, sched, info, keep: int) -> None:
     """Resume state, plus a weights-only save for averaging (the last `keep` are kept)."""
     save_state(run / "state.safetensors", model, opt, sched, info)
@@ -47,6 +48,7 @@ def save_all(run: Path, model, opt, sched, info, keep: int) -> None:
     for old in sorted(saves.glob("step_*.safetensors"))[:-keep]:
         old.unlink()
 
+
 def average_saves(paths) -> dict:
     """The element-wise mean of several weight files (the paper averages the last 5 checkpoints)."""
     total = None
@@ -55,10 +57,12 @@ def average_saves(paths) -> dict:
         total = sd if total is None else {k: total[k] + sd[k] for k in total}
     return {k: v / len(paths) for k, v in total.items()}
 
+
 def _cooldown(args) -> dict | None:
     """The card's record of --cooldown (None without one; older run.json files have no such option)."""
     steps = getattr(args, "cooldown", 0)
     return {"steps": steps, "to_zero_at_step": args.max_steps, "shape": "1 - sqrt"} if steps else None
+
 
 def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: int | None = None) -> Path:
     """Average the last k saves into a model and write it, with card and log, to args.out."""

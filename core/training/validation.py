@@ -62,6 +62,7 @@ class Validation:
         out["pronouns"] = pronoun_accuracy(TranslationModel(model, self.tokenizer), self.pronoun_items)
         return out
 
+
 def validate(valid: Validation, model, info, log, bar, patience: int = 0) -> dict:
     t = time.time()
     res = valid.run(model)
