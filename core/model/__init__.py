@@ -3,7 +3,8 @@ from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .config import PRESETS, TransformerConfig, preset
 from .decoding import beam_search, greedy_search
 from .layers import sinusoidal_table
-from .transformer import Transformer, label_smoothed_loss
+from .loss import label_smoothed_loss
+from .transformer import Transformer
 
 __all__ = ["MultiHeadAttention", "scaled_dot_product_attention", "PRESETS", "TransformerConfig", "preset",
            "beam_search", "greedy_search", "sinusoidal_table", "Transformer", "label_smoothed_loss"]

@@ -1,11 +1,15 @@
-"""Dropout (paper, section 5.4), with a mask that is cheap to draw on a CPU.
+"""Dropout (paper, section 5.4), with a mask that is cheap to draw and to apply on a CPU.
 
 torch's CPU dropout draws one Bernoulli sample per element (`bernoulli_`), and on our 2-core
 machine those draws were the largest single cost of a training step (scripts/bench/bench_core.py, part a).
-Here one call of `random_()` fills 64-bit words with 63 random bits each; the three low 16-bit lanes
-of every word are full 16-bit random numbers, so one word gives three mask entries. The keep
-probability is rounded to a multiple of 1/65536 (0.1 -> 0.100006). On a GPU torch's own kernel is
-already fast and is used as it is.
+Here one call of `random_()` fills 64-bit words with 63 random bits each, read as four 16-bit lanes:
+the three low lanes are uniform over all 2^16 values, the top one over 2^15 (bit 63 is always 0), so
+each lane gets its own threshold and one word gives four mask entries. The keep probability is rounded
+to a multiple of 1/65536 (1/32768 in the top lane): 0.1 -> 0.100006.
+
+The mask is applied as ONE multiplication by a tensor of 0 and 1/(1-p) in x's own dtype, which the
+backward pass reuses: a `torch.where` with a scalar (what this file did before) cost about 3x more, and
+most in bf16 (scripts/bench/bench_dropout.py). On a GPU torch's own kernel is already fast and is used.
 """
 from __future__ import annotations
 
@@ -15,16 +19,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-_LANES = 3   # 16-bit lanes of a 63-bit random word that are fully random (the top lane has 15 bits)
-
 
 def keep_mask(shape, p: float, device="cpu") -> torch.Tensor:
     """A bool tensor of `shape`, True (keep) with probability 1 - p, drawn from torch's generator."""
     n = math.prod(shape)
-    words = torch.empty((n + _LANES - 1) // _LANES, dtype=torch.int64, device=device).random_()
-    lanes = words.view(torch.int16).view(-1, 4)[:, :_LANES]             # (words, 3) uniform in [-2^15, 2^15)
-    drop_below = round(p * 65536) - 32768
-    return (lanes.reshape(-1)[:n] >= drop_below).view(shape)
+    words = torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_()
+    lanes = words.view(torch.int16).view(-1, 4)              # (words, 4): little-endian, the top lane last
+    # drop where a lane is below its threshold: p of the low lanes' [-2^15, 2^15), p of the top one's [0, 2^15)
+    drop_below = torch.tensor([round(p * 65536) - 32768] * 3 + [round(p * 32768)], dtype=torch.int16,
+                              device=device)
+    return (lanes >= drop_below).view(-1)[:n].view(shape)
+
+
+def scaled_keep(shape, p: float, dtype, device="cpu") -> torch.Tensor:
+    """The inverted-dropout factors: 0 with probability p, else 1 / (1 - p), in `dtype`."""
+    return keep_mask(shape, p, device).to(dtype).mul_(1.0 / (1.0 - p))
 
 
 def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
@@ -33,8 +42,7 @@ def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
         return x
     if x.device.type != "cpu" or p >= 1.0:
         return F.dropout(x, p, training=True)
-    keep = keep_mask(x.shape, p, x.device)
-    return torch.where(keep, x * (1.0 / (1.0 - p)), 0.0)
+    return x * scaled_keep(x.shape, p, x.dtype, x.device)
 
 
 class Dropout(nn.Module):

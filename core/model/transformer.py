@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from numbers import Integral
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .config import TransformerConfig
@@ -167,17 +166,3 @@ class Transformer(nn.Module):
             raise ValueError(f"head_mask[{kind!r}] has shape {tuple(m.shape)}; this model needs ({n}, {self.cfg.h}): "
                              f"one row per layer, one column per head.")
         return list(m)
-
-
-def label_smoothed_loss(logits, target, epsilon: float, pad_id: int):
-    """Cross entropy with label smoothing (5.4), averaged over non-padding target tokens.
-
-    The target distribution is (1 - epsilon) on the true class plus epsilon / V on every class
-    (PyTorch's convention, so the true class gets 1 - epsilon + epsilon / V).
-    Returns (loss, number of target tokens).
-    """
-    logits = logits.reshape(-1, logits.size(-1)).float()
-    target = target.reshape(-1)
-    loss = F.cross_entropy(logits, target, ignore_index=pad_id, label_smoothing=epsilon, reduction="sum")
-    n_tokens = (target != pad_id).sum()
-    return loss / n_tokens.clamp(min=1), n_tokens

@@ -1,0 +1,84 @@
+#!/usr/bin/env python
+"""Training speed of this tree against an older commit, side by side: train.py's own tokens/s, interleaved.
+
+    python scripts/bench/bench_train_speed.py --data data/wmt-en-de --baseline 0538829
+
+The baseline commit is exported with `git archive` into artifacts/speed/<commit>/ (git-ignored) and its own
+scripts/train.py runs from there, so each side is exactly the code of its commit. Both sides run the news-small
+recipe (bf16, 2 threads, 3,500-token batches) for --steps steps from the same seed, taking turns --rounds times
+(A B A B ...), so that a slow minute of a shared machine hits both; the figure is the median over each side's
+JSONL log lines (`tokens_per_s`, one a step) after the first --skip steps of every segment. Run it on an
+idle machine: a training run beside it takes the same cores. Prints one JSON object.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from core.checkpoint import read_jsonl
+from core.paths import REPO
+
+RECIPE = ["--preset", "small", "--set", "norm=pre", "--clip", "1.0", "--threads", "2", "--max-tokens", "3500",
+          "--warmup", "600", "--lr-scale", "0.4", "--precision", "bf16", "--valid-every", "0", "--seed", "1",
+          "--no-progress", "--save-every-min", "1000"]
+
+
+def export_commit(commit: str, dest: Path) -> Path:
+    """The tree of `commit` in dest/<commit>/ (made once), from `git archive`."""
+    folder = dest / commit
+    if not (folder / "scripts" / "train.py").exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile() as tar:
+            subprocess.run(["git", "-C", str(REPO), "archive", commit], stdout=tar, check=True)
+            tar.seek(0)
+            tarfile.open(fileobj=tar).extractall(folder, filter="data")
+    return folder
+
+
+def segment(tree: Path, data: str, run: Path, steps: int) -> list[float]:
+    """One run of tree's train.py for `steps` steps in a fresh run folder; its tokens/s, one a step."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}      # the tree's own core, not the installed one
+    cmd = [sys.executable, str(tree / "scripts" / "train.py"), "--data", str(Path(data).resolve()),
+           "--run", str(run), "--max-steps", str(steps), *RECIPE]
+    subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
+    return [r["tokens_per_s"] for r in read_jsonl(run / "train_log.jsonl") if "tokens_per_s" in r]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", required=True, help="a corpus prepared by scripts/prepare_data.py")
+    p.add_argument("--baseline", default="0538829", help="the commit to compare with")
+    p.add_argument("--steps", type=int, default=80, help="steps a segment")
+    p.add_argument("--skip", type=int, default=10, help="steps left out at the start of each segment (warm-up)")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--out", default=str(REPO / "artifacts" / "speed"))
+    args = p.parse_args(argv)
+    if args.skip >= args.steps:
+        p.error("--skip must be smaller than --steps")
+    out = Path(args.out)
+    trees = {"baseline": export_commit(args.baseline, out), "this tree": REPO}
+    rates = {name: [] for name in trees}
+    for r in range(args.rounds):
+        for name, tree in trees.items():
+            run = out / "runs" / f"{name.replace(' ', '_')}_{r}"
+            if run.exists():
+                for f in run.rglob("*"):
+                    if f.is_file():
+                        f.unlink()
+            got = segment(tree, args.data, run, args.steps)[args.skip:]
+            rates[name] += got
+            print(f"round {r + 1}, {name}: median {statistics.median(got):.0f} tokens/s", file=sys.stderr, flush=True)
+    medians = {name: round(statistics.median(v), 1) for name, v in rates.items()}
+    print(json.dumps({"baseline": args.baseline, "tokens_per_s": medians, "steps_counted": len(rates["baseline"]),
+                      "speed_up": round(medians["this tree"] / medians["baseline"], 3)}))
+
+
+if __name__ == "__main__":
+    main()
