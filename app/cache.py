@@ -24,13 +24,16 @@ from app.demo import DOMAINS, demo_sentences
 from app.figures.attention import heatmap_figure
 from app.figures.qk import qk_scatter, small_multiples
 from app.figures.sdpa import collapse_table as sdpa_collapse_table
-from app.figures.style import readable
+from app.figures.style import PRESENTER, readable
+from app.figures.toy import cross_grid, loss_figure
 from core import CheckpointError, TranslationModel, load_checkpoint
 from core.checkpoint.snapshots import read_probes, snapshot_steps
 from core.studies import ablation, analysis, compare, pronouns, qk
 from core.studies import syntax as sx
 from core.studies import emergence as emergence_study
 from core.studies import alignment as al
+from core.studies import contributions as contrib_study
+from core.studies import step_by_step, toy_task
 from core.views import AttentionView
 
 PINNED = "_checkpoint_this_run"      # session state: the key of the checkpoint of the rerun under way (app/main.py)
@@ -119,7 +122,7 @@ def heatmap_frame(rows: tuple, cols: tuple, row_title: str, col_title: str, zmax
     """A styled one-head heatmap for these labels as a dict, shared by every session: switching the head (or the
     layer) only swaps in another map and title (heatmap_from_frame), instead of building a figure (issue 13)."""
     fig = heatmap_figure(np.zeros((len(rows), len(cols)), np.float32), list(rows), list(cols), zmax=zmax,
-                         row_title=row_title, col_title=col_title)
+                         row_title=row_title, col_title=col_title, text_scale=PRESENTER if presenter else 1.0)
     return readable(fig, presenter).to_dict()
 
 
@@ -335,3 +338,53 @@ def qk_grid_figure(key: CheckpointKey, kind: str, layer: int, specials: bool, co
 def collapse_table(d_ks: tuple) -> pd.DataFrame:
     """app.figures.sdpa.collapse_table: the same for every run of the page."""
     return sdpa_collapse_table(list(d_ks))
+
+
+@st.cache_resource(max_entries=32, show_spinner=ATTENDING)
+def head_steps(key: CheckpointKey, src: str, kind: str, layer: int) -> step_by_step.HeadSteps:
+    """Every head's q, k, v of one attention layer for one sentence and the model's own translation
+    (core.studies.step_by_step.capture), shared read-only: a head or word switch only slices it."""
+    return step_by_step.capture(load_model(key), src, kind=kind, layer=layer)
+
+
+# ---- Watch it learn ----
+
+@st.cache_resource
+def toy_runs() -> toy_task.OneRunAtATime:
+    """The server's one live toy training: every session of the process watches the same run."""
+    return toy_task.OneRunAtATime()
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def toy_figures(run_id: str, step: int, presenter: bool, _run: toy_task.LiveRun, _snapshots: tuple) -> tuple:
+    """(loss figure, cross-attention grid) of a run up to its snapshot at `step`, built once and sent to every
+    watching session (thirty sessions polling would otherwise build thirty copies a second)."""
+    cfg, last = _run.cfg, _snapshots[-1]
+    done = [s for s in _snapshots if s.loss is not None]
+    loss = loss_figure([s.step for s in done], [s.loss for s in done], toy_task.expected_loss_floor(cfg), cfg.steps)
+    grid = cross_grid(last.cross, cfg.task, cfg.example, last.hits,
+                      f"Cross-attention at step {last.step}: where each step that writes a digit looks")
+    return readable(loss, presenter), readable(grid, presenter)
+
+
+# ---- Beyond attention weights: norm-based maps and ALTI+ (issue 25) ----
+
+@st.cache_resource(max_entries=32, show_spinner="Measuring what each word contributes…")
+def contributions(key: CheckpointKey, src: str, tgt: str | None = None, beam: int = 1) -> contrib_study.Contributions:
+    """core.studies.contributions of a sentence, computed once per (checkpoint version, sentence, target, decoding)
+    and shared read-only; ValueError for bad input, as attend."""
+    return contrib_study.contributions(load_model(key), src, tgt, beam)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def contribution_view(key: CheckpointKey, src: str, tgt: str | None, beam: int, kind: str, weights: str,
+                      words: bool = False, specials: bool = True) -> AttentionView:
+    """One kind of map under `weights` ("attention", "norm", "alti"), labelled as attention_view labels it; a
+    layer-only map (ALTI+) is shown for every head. Shared read-only: a page slices view.maps[layer, head]."""
+    if weights == "attention":
+        return attention_view(key, src, tgt, beam, kind, words, specials)
+    view = contributions(key, src, tgt, beam).view(kind, weights, words, specials)
+    h = load_model(key).cfg.h
+    if view.maps.shape[1] != h:
+        view.maps = np.broadcast_to(view.maps, (view.maps.shape[0], h, *view.maps.shape[2:]))
+    return view

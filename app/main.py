@@ -32,6 +32,7 @@ SECTIONS = {  # the sidebar's sections: (file, title, icon) of their pages; the 
     "The paper": [
         ("paper_figures.py", "The paper's figures", ":material/article:"),
         ("scaled_attention.py", "Attention, step by step", ":material/calculate:"),
+        ("watch_it_learn.py", "Watch it learn", ":material/model_training:"),
         ("positional_encoding.py", "Positional encoding", ":material/waves:"),
         ("lr_schedule.py", "Learning-rate schedule", ":material/trending_down:"),
     ],

@@ -10,6 +10,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable
 
 import torch
 
@@ -65,3 +67,18 @@ def set_threads(threads: int | None) -> None:
     """torch's CPU threads (0 or None: leave torch's default)."""
     if threads:
         torch.set_num_threads(threads)
+
+
+def command(parse_args, run, describe, errors: tuple) -> Callable:
+    """The main() of an evaluation command: parse, run, print describe(result); one of `errors` becomes
+    "error: ..." on stderr and exit status 1 (they are worded for the user), not a traceback."""
+    def main(argv=None) -> int:
+        args = parse_args(argv)
+        try:
+            result = run(args)
+        except errors as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(describe(result))
+        return 0
+    return main

@@ -8,6 +8,9 @@ For each item the model scores the right German and the same sentence with the o
 (seine/ihre, ...) or pronoun (er/es/sie); it passes when the right one is more probable. Prints the
 accuracy overall, for feminine and for masculine/neuter antecedents and by distance (words from the
 antecedent to the pronoun), and writes it into CHECKPOINT/card.json under card["pronouns"].
+It also scores the encoder's heads on core/studies/probes/anaphora_en.jsonl (does the pronoun attend most to its
+antecedent?): the best head chosen on the first half of the sentences, scored on the second half, goes to
+card["pronouns"]["anaphora_head"] (core.studies.emergence.held_out_hits).
 A model that always writes sein- scores about 50% overall and 0% on feminine antecedents.
 """
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 
 from core import CheckpointError, load_checkpoint
 from core.checkpoint import update_card, write_json
+from core.studies import emergence
 from core.studies.pronouns import PRONOUN_SET, evaluate, load_pronoun_set, summarize
 from scripts import cli
 
@@ -35,6 +39,20 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+def anaphora_head(tm) -> dict:
+    """The held-out anaphora head: chosen on the first half of anaphora_en.jsonl, its hit rate on the second
+    (layer and head counted from 1, as on the card's other heads); {} when too few sentences line up."""
+    row = emergence.model_scores(tm, tm.card.steps)
+    if "hit_held_out" not in row:
+        return {}
+    return {"layer": row["hit_held_out_layer"] + 1, "head": row["hit_held_out_head"] + 1,
+            "hit_rate_second_half": round(row["hit_held_out"], 4), "chance": round(row["hit_held_out_chance"], 4),
+            "sentences_second_half": row["hit_held_out_sentences"],
+            "best_on_the_whole_set": round(row["hit_best"], 4),
+            "rule": "the encoder head whose pronoun rows most often point at the antecedent (itself and </s> aside) "
+                    "on the first half of anaphora_en.jsonl, scored on the second half"}
+
+
 def run(args) -> dict:
     """Evaluate, write the card (and --json); returns the summary."""
     folder = Path(args.checkpoint)
@@ -46,6 +64,7 @@ def run(args) -> dict:
     results = evaluate(tm, items, batch_size=max(1, args.batch_size))
     summary = {**summarize(results), "set": Path(args.probe_set).name, "seconds": round(time.time() - t0, 1),
                "method": "contrastive: log P(right German) > log P(same sentence, other possessive or pronoun)"}
+    summary["anaphora_head"] = anaphora_head(tm)
     if not args.no_card:
         update_card(folder, pronouns=summary)
     if args.json:

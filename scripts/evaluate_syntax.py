@@ -98,15 +98,7 @@ def run(args) -> sx.SyntaxReport:
     return rep
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    try:
-        rep = run(args)
-    except (sx.SyntaxDataError, CheckpointError, cli.UsageError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    print(describe(rep))
-    return 0
+main = cli.command(parse_args, run, describe, (sx.SyntaxDataError, CheckpointError, cli.UsageError))
 
 
 if __name__ == "__main__":

@@ -10,29 +10,39 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from app.figures.style import fit_title
-from app.figures.tokens import (COLORBAR, COLORSCALE, label_font, safe, tick_labels, token_axes, token_heatmap,
-                                top_of_scale)
+from app.figures.tokens import (COLORBAR, COLORSCALE, label_font, safe, tick_angle, tick_labels, token_axes,
+                                token_heatmap, top_of_scale)
 from core.views import position
+
+
+SCREEN_WIDTH = 820         # px: what a stretched figure gets beside the sidebar in a 1280 px window (a projector's)
 
 
 def heatmap_figure(attn: np.ndarray, rows: list[str], cols: list[str], title: str = "",
                    zmax: float | None = None, row_title: str = "attending (query)",
-                   col_title: str = "attended (key)") -> go.Figure:
+                   col_title: str = "attended (key)", text_scale: float = 1.0,
+                   width: int = SCREEN_WIDTH) -> go.Figure:
     """One head's [R, C] map as a heatmap (app.figures.tokens.token_heatmap); hover shows both tokens and the weight.
 
     The colour scale runs from 0 to zmax (1: weights compare across heads; None: the largest weight here).
+    Column labels stay level where they fit the `width` the figure is expected to get (its text drawn
+    `text_scale` times larger: presenter mode), slanted or upright where not.
     """
     attn = np.asarray(attn, dtype=np.float32)
     R, C = attn.shape
     fig = go.Figure(token_heatmap(attn, rows, cols, zmax=zmax))
     cell = max(14, min(28, 700 // max(R, C, 1)))      # pixels per row: never too thin to read a label
-    # explicit margins for the labels: kaleido's PNG/SVG export does not always grow them by itself
     def longest(labels):
         return max((len(t) for t in labels), default=1)
-    fig.update_layout(title=dict(text=safe(title), x=0.0), height=R * cell + 230, plot_bgcolor="white",
-                      margin=dict(l=40 + 8 * min(longest(rows), 20), r=10, t=50, b=50 + 7 * min(longest(cols), 20)))
+    left = 40 + 8 * min(longest(rows), 20)
+    col_font = label_font(C)
+    angle = tick_angle(tick_labels(cols), width - left - 90, col_font * text_scale)     # 90 px: the colour bar
+    # explicit margins for the labels: kaleido's PNG/SVG export does not always grow them by itself
+    bottom = 50 + (20 if angle == 0 else 5 * min(longest(cols), 20) if angle == -45 else 7 * min(longest(cols), 20))
+    fig.update_layout(title=dict(text=safe(title), x=0.0), height=R * cell + 50 + bottom + 40, plot_bgcolor="white",
+                      margin=dict(l=left, r=10, t=50, b=bottom))
     return token_axes(fig, rows, cols,
-                      x=dict(tickangle=-60 if C <= 30 else -90, tickfont=dict(size=label_font(C)),
+                      x=dict(tickangle=angle, tickfont=dict(size=col_font),
                              title=dict(text=col_title, standoff=12), showgrid=False),
                       y=dict(tickfont=dict(size=label_font(R)), title=dict(text=row_title, standoff=12),
                              showgrid=False))
@@ -104,6 +114,17 @@ def model_view_figure(maps: np.ndarray, rows: list[str], cols: list[str], title:
     return fig
 
 
+LINE_WIDTH = (1.0, 12.0)   # px of a line of weight 0 and of weight 1, as on a laptop screen (presenter mode: x1.5)
+
+
+def line_style(weight: float) -> tuple[float, float]:
+    """(opacity, width in px) of a head-view line of this weight: both grow with it, so that the strong links stand
+    out from the back of a room. The square root lifts the middle weights (0.25 is drawn half opaque): the
+    paper's lines are bold, and opacity alone left a link of 0.3 pale grey."""
+    w = float(np.clip(weight, 0.0, 1.0))
+    return float(np.sqrt(w)), LINE_WIDTH[0] + (LINE_WIDTH[1] - LINE_WIDTH[0]) * w
+
+
 def head_colors(n_heads: int) -> list[str]:
     """One clearly different colour per head (Plotly's 10, or 24 for the 16 heads of "big")."""
     palette = qualitative.Plotly if n_heads <= 10 else qualitative.Dark24
@@ -114,10 +135,10 @@ def head_view_figure(tokens_left: list[str], tokens_right: list[str], attn: np.n
                      focus: int | None = None, title: str = "", layout: str = "columns",
                      colors: list[str] | None = None, min_weight: float = 0.005,
                      max_lines: int = 3000) -> go.Figure:
-    """The paper's picture: the sentence twice, facing itself, joined by lines whose opacity is the weight.
+    """The paper's picture: the sentence twice, facing itself, joined by lines as opaque and as wide as the weight.
 
-    attn [h, T, S]: row i of head k joins tokens_left[i] to every tokens_right[j] with opacity
-    attn[k, i, j], rounded to 2 decimals (lines of equal opacity share one trace; below min_weight they
+    attn [h, T, S]: row i of head k joins tokens_left[i] to every tokens_right[j] by a line of line_style(
+    attn[k, i, j]), the weight rounded to 2 decimals (lines of equal opacity share one trace; below min_weight they
     are not drawn; beyond max_lines only the strongest are, so that a browser can draw it: the figure's
     layout.meta["hidden_lines"] counts the others). heads: which heads to draw (default all), one
     colour each. focus: index into tokens_left whose lines alone are drawn (Figure 4, bottom, for 'its').
@@ -155,9 +176,10 @@ def head_view_figure(tokens_left: list[str], tokens_right: list[str], attn: np.n
             sel = levels == level
             (x0, y0), (x1, y1) = pos(0, ii[sel]), pos(1, jj[sel])
             gap = np.full(sel.sum(), np.nan, dtype=np.float32)
+            opacity, line_width = line_style(level)
             fig.add_trace(go.Scatter(
                 x=np.column_stack([x0, x1, gap]).ravel(), y=np.column_stack([y0, y1, gap]).ravel(),
-                mode="lines", opacity=float(level), line=dict(color=colors[k % len(colors)], width=3),
+                mode="lines", opacity=opacity, line=dict(color=colors[k % len(colors)], width=line_width),
                 name=f"head {k + 1}", legendgroup=f"head {k + 1}", showlegend=False, hoverinfo="skip",
                 meta=dict(head=k, weight=float(level))))
         fig.add_trace(go.Scatter(                          # the legend entry, at full colour

@@ -1,6 +1,7 @@
 """Scaled dot-product attention (section 3.2.1) step by step, and why it divides by sqrt(d_k).
 
-The maths is core.scaled_dot_product_attention; this module only feeds it and draws what comes out.
+The maths is core.scaled_dot_product_attention (the toy example) and core.studies.step_by_step (a real head);
+this module only feeds them and draws what comes out.
 """
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ import altair as alt
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 import torch
 
 from app.figures.style import fit_title
+from app.figures.tokens import safe
 from core import scaled_dot_product_attention
+from core.tokenizer import display_pieces
+from core.views import position
 
 SCALED, UNSCALED = "scaled: softmax(q·k / √d_k)", "unscaled: softmax(q·k)"
 
@@ -122,3 +127,70 @@ def example_qkv(n_q: int = 2, n_k: int = 3, d_k: int = 2, d_v: int = 2, seed: in
         out[name] = pd.DataFrame(m, index=[f"{row_name} {i + 1}" for i in range(rows)],
                                  columns=[f"{'v' if name == 'V' else 'd'}{j + 1}" for j in range(cols)])
     return out
+
+
+# ---- the same steps in a real head (core.studies.step_by_step) ----
+
+def token_labels(tokens: list[str]) -> list[str]:
+    """One unique label per piece, 'man (2)': its position keeps a word seen twice apart (and the ▁ that marks
+    a word's first piece is left out, as the position says where the piece is)."""
+    return [f"{t.removeprefix('▁') or t} ({position(i)})" for i, t in enumerate(display_pieces(list(tokens)))]
+
+
+def vector_summary(name: str, x: np.ndarray, shown: list) -> str:
+    """'q = (0.12, -1.30, …), and 28 more numbers from -2.10 to 3.00; length |q| = 5.43' for a d_k-vector."""
+    head = ", ".join(f"{x[i]:.2f}" for i in shown)
+    rest = np.delete(x, shown)
+    more = (f", … ) and {len(rest)} more numbers, from {rest.min():.2f} to {rest.max():.2f}" if len(rest)
+            else ")")
+    return f"{name} = ({head}{more}; its length |{name}| = {np.linalg.norm(x):.2f}"
+
+
+def keys_table(w, cols: list[str]) -> pd.DataFrame:
+    """One row per key the query may look at: the key's first dimensions, q·k split into the part from the shown
+    dimensions and the rest, the scaled score and the softmax weight (core.studies.step_by_step.QueryWalk)."""
+    d_k, n = len(w.q), len(w.shown)
+    data = {"key": cols}
+    for i in w.shown:
+        data[f"k{i + 1}"] = w.k[:, i]
+    data[f"q·k from dims 1-{n}"] = w.dots_shown
+    if d_k > n:
+        data[f"+ dims {n + 1}-{d_k}"] = w.dots - w.dots_shown
+    data["= q·k"] = w.dots
+    data[f"÷ √{d_k}"] = w.scaled
+    data["softmax weight"] = w.weights
+    return pd.DataFrame(data)[w.allowed].reset_index(drop=True)
+
+
+def values_table(w, cols: list[str], top: int = 5) -> pd.DataFrame:
+    """The output as the weighted sum of the values: the `top` heaviest keys, the rest together, and the sum."""
+    order = [int(i) for i in np.argsort(-w.weights) if w.allowed[i]]
+    head, rest = order[:top], order[top:]
+    def row(key, weight, parts):
+        return {"key": key, "weight": weight, **{f"weight × v{j + 1}": float(p) for j, p in zip(w.shown, parts)}}
+    rows = [row(cols[i], w.weights[i], w.weights[i] * w.v[i, w.shown]) for i in head]
+    if rest:
+        rows.append(row(f"the other {len(rest)} keys", w.weights[rest].sum(), w.weights[rest] @ w.v[rest][:, w.shown]))
+    rows.append(row("= output (sum)", w.weights.sum(), w.output[w.shown]))
+    return pd.DataFrame(rows)
+
+
+def walk_figure(w, cols: list[str], title: str) -> go.Figure:
+    """One query's scaled scores (top) and softmax weights (bottom) over the keys it may look at."""
+    keep = np.flatnonzero(w.allowed)
+    x = [safe(cols[i]) for i in keep]                 # Plotly reads "</s>" as markup
+    d_k = len(w.q)
+    fig = make_subplots(2, 1, shared_xaxes=True, vertical_spacing=0.12,
+                        subplot_titles=[f"scores q·k / √{d_k}", "softmax: the weights (they sum to 1)"])
+    best = int(keep[np.argmax(w.weights[keep])])
+    colors = ["#d62728" if i == best else "#1f77b4" for i in keep]
+    fig.add_trace(go.Bar(x=x, y=w.scaled[keep], marker_color=colors, hovertemplate="%{x}: %{y:.3f}<extra></extra>"),
+                  1, 1)
+    fig.add_trace(go.Bar(x=x, y=w.weights[keep], marker_color=colors, text=[f"{v:.2f}" for v in w.weights[keep]],
+                         textposition="outside", hovertemplate="%{x}: %{y:.4f}<extra></extra>"), 2, 1)
+    fig.update_yaxes(range=[0, 1.15], row=2, col=1)
+    fig.update_xaxes(type="category", tickangle=0 if len(x) <= 10 else -45)
+    title = fit_title(safe(title), 800)
+    fig.update_layout(title=dict(text=title, x=0.0), showlegend=False, height=460 + 22 * title.count("<br>"),
+                      margin=dict(l=10, r=10, t=80 + 22 * title.count("<br>"), b=10))
+    return fig

@@ -39,6 +39,22 @@ def label_font(n: int) -> int:
     return 13 if n <= 25 else 11 if n <= 45 else 10
 
 
+def label_width(label: str, font_size: float) -> float:
+    """A generous estimate of a label's width in pixels (0.6 em a character, as for the titles of app.figures.style)."""
+    return 0.6 * font_size * len(html.unescape(label)) + 6
+
+
+def tick_angle(labels: list[str], plot_width: float, font_size: float) -> int:
+    """The angle for column labels: 0 (level, easiest to read from the back of a room) when every label fits the
+    width of its column, -45 when they fit slanted, -90 (upright) otherwise. Labels are escaped, as tick_labels
+    gives them."""
+    room = plot_width / max(len(labels), 1)
+    widest = max((label_width(t, font_size) for t in labels), default=0.0)
+    if widest <= room:
+        return 0
+    return -45 if font_size * 1.6 <= room else -90        # slanted labels need about 1.6 em of width apiece
+
+
 def top_of_scale(attn: np.ndarray, zmax: float | None) -> float:
     """The top of the colour scale: zmax, or (None) the largest weight of this map."""
     return float(zmax) if zmax else max(float(attn.max(initial=0.0)), 1e-6)

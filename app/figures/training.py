@@ -152,6 +152,7 @@ HEAD_SERIES = {   # column of core.studies.emergence's table -> (legend, colour,
 PRONOUN_SERIES = {
     "hit_rate": ("hit rate of the best Figure 4 head", "#d62728", False),
     "hit_best": ("hit rate of the best head on the set", "#9467bd", False),
+    "hit_held_out": ("held out: the best head of one half, on the other half", "#8c564b", False),
     "hit_chance": ("a random pick of a word", "#7f7f7f", True),
     "accuracy": ("translation: pronoun accuracy (dev log)", "#2ca02c", False),
     "feminine": ("translation: feminine antecedents", "#98df8a", False),
@@ -179,7 +180,8 @@ def _head_label(row, prefix: str) -> str:
 
 def _long(table: pd.DataFrame, series: dict, source: str) -> pd.DataFrame:
     """Wide table -> rows (step, series, value, head, source, dashed) for the columns of `series` it has."""
-    heads = {"fig3": "fig3_", "fig4": "fig4_", "hit_rate": "fig4_", "hit_best": "hit_best_"}
+    heads = {"fig3": "fig3_", "fig4": "fig4_", "hit_rate": "fig4_", "hit_best": "hit_best_",
+             "hit_held_out": "hit_held_out_"}
     rows = []
     for _, r in table.iterrows():
         for col, (legend, _, dashed) in series.items():

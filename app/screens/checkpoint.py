@@ -75,7 +75,11 @@ if "hit_best" in final:
                 "known for the final weights only: " if before else "The pronoun hit rate of the final weights: ")
                + (f"{final['hit_rate']:.2f} for the best Figure 4 head, " if "hit_rate" in final else "")
                + f"{final['hit_best']:.2f} for the best head on the set (layer {final['hit_best_layer'] + 1}, "
-               f"head {final['hit_best_head'] + 1}), against {final['hit_chance']:.2f} for a random pick of a word.")
+               f"head {final['hit_best_head'] + 1}), against {final['hit_chance']:.2f} for a random pick of a word"
+               + (f"; held out, the best head of the first half of the sentences (layer "
+                  f"{final['hit_held_out_layer'] + 1}, head {final['hit_held_out_head'] + 1}) hits "
+                  f"{final['hit_held_out']:.2f} of the other half (chance {final['hit_held_out_chance']:.2f})."
+                  if "hit_held_out" in final else "."))
 for key, chart in emergence_charts(table if table is not None else pd.DataFrame(), final, valids).items():
     show_figure(chart, f"{name}_emergence_{key}", key=f"ckpt_emergence_{key}")
 

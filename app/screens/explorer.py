@@ -3,10 +3,15 @@
 The page is thin: the model runs once per (checkpoint version, sentence, target, decoding) and each kind of map is
 labelled once per (words or pieces, specials) through app.cache; a head switch only slices the cached view. The
 figures come from app.figures.attention.
+
+Its first screen is a class's (1280x720, a projector): the sentence beside its translation, the map's controls in one
+row that wraps (a control added to it takes a place in the row, no label is ever cut off), then the map; what
+explains the map comes below it (tests/browser/test_browser.py measures this).
 """
 import streamlit as st
 
 from app import cache
+from app import weights as show_weights
 from app.demo import default_sentence, examples
 from app.display import clicked_numbers, show_figure
 from app.figures.attention import head_view_figure, heatmap_from_frame, model_view_figure
@@ -15,7 +20,8 @@ from app.text import md_escape
 from core.tokenizer import display_pieces
 from core.views import DECODER_ROWS, KINDS, SHORT
 
-VIEWS = {"one": "One head", "grid": "All heads (model view)", "lines": "Head view (lines, as in the paper)"}
+BOX_HEIGHT = 80        # px: the sentence box and the translation, two lines of text each on the first screen
+VIEWS = {"one": "One head", "grid": "All heads", "lines": "Head view (lines)"}
 ROW_TITLES = {"enc_self": "attending source token", "dec_self": "decoder step (the token it writes)",
               "cross": "decoder step (the token it writes)"}
 COL_TITLES = {"enc_self": "attended source token", "dec_self": "tokens already read by the decoder",
@@ -42,32 +48,38 @@ def start_values(model) -> None:
     if st.session_state.get("src") in (None, st.session_state.get("src_default")):
         st.session_state.src = st.session_state.src_default = default_sentence(model.card)
     for key, default in [("tgt", ""), ("beam", 1), ("kind", "enc_self"),
-                         ("view", "one"), ("layer", min(4, model.cfg.N - 1)), ("head", 0), ("words", False),
+                         ("view", "one"), ("layer", min(4, model.cfg.N - 1)), ("head", 0), ("words", True),
                          ("specials", True), ("stretch", False), ("hv_layout", "columns")]:
         st.session_state.setdefault(key, default)
 
 
-def sentence_inputs(name: str, choices: dict[str, str]) -> tuple[str, str, int]:
-    """(sentence, own translation or "", beams): an example picker, the sentence, the decoding, a translation."""
-    left, right = st.columns([3, 2])
-    with left:
-        st.selectbox("Start from an example", list(choices), key=f"example_{name}", index=None,
-                     on_change=use_example, args=(f"example_{name}", choices), placeholder="Pick an example sentence…")
-        src = st.text_area("Sentence to translate", key="src", height=100,
-                           help="Press Ctrl+Enter or click outside the box to translate.")
-    with right:
-        beam = st.radio("Decoding", [1, 4], key="beam", horizontal=True,
-                        format_func=lambda b: "greedy" if b == 1 else "beam search (4 beams)",
-                        help="Greedy takes the most likely word at each step; beam search keeps the 4 best partial "
-                             "translations, as in the paper.")
-        tgt = st.text_area("Your own translation (optional)", key="tgt", height=100,
-                           help="Teacher forcing: the decoder reads your words instead of its own, so you can see "
-                                "where it looks while reading a translation you choose.")
-    return src, tgt, beam
+def sentence_inputs(name: str, choices: dict[str, str]):
+    """(sentence, own translation or "", beams, the place for the translation): the sentence box beside its
+    translation, and under the translation a popover with the examples, the decoding and a translation of one's own
+    (they are used less often than the sentence, and the first screen is for the map)."""
+    left, right, more = st.columns([4, 4, 1.5])
+    src = left.text_area("Sentence to translate", key="src", height=BOX_HEIGHT,
+                         help="Press Ctrl+Enter or click outside the box to translate.")
+    place = right.container()
+    with more:
+        st.space(28)                         # px: a label's height, to stand level with the sentence box
+        with st.popover("More", icon=":material/tune:", width="stretch",
+                        help="Example sentences, beam search, and a translation of your own (teacher forcing)."):
+            st.selectbox("Start from an example", list(choices), key=f"example_{name}", index=None,
+                         on_change=use_example, args=(f"example_{name}", choices),
+                         placeholder="Pick an example sentence…")
+            beam = st.radio("Decoding", [1, 4], key="beam", horizontal=True,
+                            format_func=lambda b: "greedy" if b == 1 else "beam search (4 beams)",
+                            help="Greedy takes the most likely word at each step; beam search keeps the 4 best "
+                                 "partial translations, as in the paper.")
+            tgt = st.text_area("Your own translation (optional)", key="tgt", height=100,
+                               help="Teacher forcing: the decoder reads your words instead of its own, so you can see "
+                                    "where it looks while reading a translation you choose.")
+    return src, tgt, beam, place
 
 
-def translation(ckpt, src: str, tgt: str | None, beam: int):
-    """The AttendResult with its notices and the translation, or a message and st.stop()."""
+def translation(ckpt, src: str, tgt: str | None, beam: int, place):
+    """The AttendResult, its translation written into `place` (notices above the map), or a message and st.stop()."""
     try:
         res = cache.attend(ckpt, src, tgt, beam)
     except ValueError as e:                 # empty input and the like: core words it for a student
@@ -78,34 +90,45 @@ def translation(ckpt, src: str, tgt: str | None, beam: int):
         st.stop()
     for notice in res.notices:
         st.info(md_escape(notice))
-    if res.teacher_forced:
-        st.markdown("**Teacher forcing** on your translation: the maps show where the model looks while reading it.")
-    else:
-        st.markdown(f"**The model's translation** ({'greedy' if beam == 1 else 'beam search, 4 beams'}):")
-    st.code(res.tgt or "(empty: the model ended the sentence at once)", language=None, wrap_lines=True)
+    with place:
+        if res.teacher_forced:
+            st.markdown("**Teacher forcing** on your translation: the maps show where the model looks while "
+                        "reading it.")
+        else:
+            st.markdown(f"**The model's translation** ({'greedy' if beam == 1 else 'beam search, 4 beams'}):")
+        # as tall as the sentence box, scrolling when longer: an untrained model's endless output must not push the
+        # map off the first screen
+        st.code(res.tgt or "(empty: the model ended the sentence at once)", language=None, wrap_lines=True,
+                height=BOX_HEIGHT)
     return res
 
 
 def map_controls(cfg) -> dict:
-    """The kind of attention, the view, layer and head, and the three switches; their values by name."""
-    c1, c2 = st.columns([2, 3])
-    kind = c1.segmented_control("Attention", list(KINDS), key="kind", format_func=SHORT.get, required=True,
-                                help="Encoder self: the source sentence looks at itself. Decoder self: the translation "
-                                     "looks at the words already written. Encoder-decoder: the translation looks at "
-                                     "the source.")
-    view = c2.segmented_control("View", list(VIEWS), key="view", format_func=VIEWS.get, required=True)
+    """The kind of attention, layer and head, the view and the three switches, in one row that wraps; their values
+    by name. Each control keeps the width of its label (none is cut off), the layer and head fixed ones."""
+    row = st.container(horizontal=True, vertical_alignment="bottom")
+    kind = row.segmented_control("Attention", list(KINDS), key="kind", format_func=SHORT.get, required=True,
+                                 help="Encoder self: the source sentence looks at itself. Decoder self: the "
+                                      "translation looks at the words already written. Encoder-decoder: the "
+                                      "translation looks at the source.")
     n_layers = cfg.N if kind == "enc_self" else cfg.N_dec
     st.session_state.layer = min(st.session_state.layer, n_layers - 1)    # the decoder may have fewer layers
     st.session_state.head = min(st.session_state.head, cfg.h - 1)
-    c1, c2, c3, c4, c5 = st.columns(5)
-    layer = c1.selectbox("Layer", range(n_layers), key="layer", format_func=lambda i: f"{i + 1} of {n_layers}")
-    head = c2.selectbox("Head", range(cfg.h), key="head", format_func=lambda i: f"{i + 1} of {cfg.h}",
-                        disabled=view == "lines", help="The head view picks its heads below.")
-    words = c3.toggle("Whole words", key="words", help="Merge the subword pieces of each word into one row and column.")
-    specials = c4.toggle("Show <s> and </s>", key="specials", help="The start and end tokens.")
-    stretch = c5.toggle("Stretch colours", key="stretch",
-                        help="Off: the colours run from 0 to 1, so that heads compare (evenly spread attention looks "
-                             "pale). On: from 0 to the largest weight shown, to see detail in faint maps.")
+    view = st.session_state.view                       # the head selector is off in the head view, drawn below it
+    layer = row.selectbox("Layer", range(n_layers), key="layer", format_func=lambda i: f"{i + 1} of {n_layers}",
+                          width=105)
+    head = row.selectbox("Head", range(cfg.h), key="head", format_func=lambda i: f"{i + 1} of {cfg.h}", width=105,
+                         disabled=view == "lines", help="The head view picks its heads below.")
+    words = row.toggle("Whole words", key="words",
+                       help="On: each word is one row and column, as a class reads it. Off: the model's own subword "
+                            "pieces.")
+    view = row.segmented_control("View", list(VIEWS), key="view", format_func=VIEWS.get, required=True,
+                                 help="One head: its map, large. All heads: every layer and head as small maps "
+                                      "(the model view). Head view: the paper's lines, one per weight.")
+    specials = row.toggle("Show <s> and </s>", key="specials", help="The start and end tokens.")
+    stretch = row.toggle("Stretch colours", key="stretch",
+                         help="Off: the colours run from 0 to 1, so that heads compare (evenly spread attention looks "
+                              "pale). On: from 0 to the largest weight shown, to see detail in faint maps.")
     return dict(kind=kind, view=view, n_layers=n_layers, layer=layer, head=head, words=words, specials=specials,
                 zmax=None if stretch else 1.0)
 
@@ -167,7 +190,7 @@ def head_view(v, c: dict, n_heads: int) -> None:
         st.info("Pick at least one head to draw its lines.")
         return
     fig = head_view_figure(v.rows, v.cols, v.maps[c["layer"]], heads=heads, focus=focus, layout=hv_layout,
-                           title=f"{where(c)}: a line's opacity is its weight")
+                           title=f"{where(c)}: the stronger the weight, the bolder its line")
     show_figure(fig, f"{c['kind']}_layer{c['layer'] + 1}_head_view", key="lines_chart", width="content")
     st.caption("Each colour is one head; add heads above to compare them, or click a head in the legend to "
                "hide its lines for a moment.")
@@ -179,17 +202,19 @@ def head_view(v, c: dict, n_heads: int) -> None:
 ckpt, model = cache.model_or_stop()
 start_values(model)
 st.title("Attention explorer")
-st.caption("Type a sentence: the model translates it, and every attention weight it used along the way is "
-           "shown below. Rows attend, columns are attended; each row's weights add up to 1.")
-src, tgt, beam = sentence_inputs(ckpt.name, examples(model.card))   # sentences like those the checkpoint learnt
+src, tgt, beam, translation_place = sentence_inputs(ckpt.name, examples(model.card))   # sentences it learnt from
 tgt = tgt if tgt.strip() else None
-translation(ckpt, src, tgt, beam)
+translation(ckpt, src, tgt, beam, translation_place)
 controls = map_controls(model.cfg)
-view = cache.attention_view(ckpt, src, tgt, beam, controls["kind"], controls["words"], controls["specials"])
-conventions(view, controls)
+show = show_weights.show_control("show")        # attention weights | weighted by value size | contributions (issue 25)
+view = cache.contribution_view(ckpt, src, tgt, beam, controls["kind"], show, controls["words"], controls["specials"])
 if controls["view"] == "grid":
     model_view(view, controls)
 if controls["view"] == "lines":
     head_view(view, controls, model.cfg.h)
 else:
     one_head(view, controls, model.cfg.h)
+st.caption("The model translates the sentence, and every attention weight it used along the way is shown above. "
+           "Rows attend, columns are attended; each row's weights add up to 1.")
+conventions(view, controls)
+show_weights.explain(show, cache.contributions(ckpt, src, tgt, beam) if show == "alti" else None)

@@ -10,14 +10,19 @@ from app import cache
 from app.checkpoints import UNTRAINED, checkpoint_key, checkpoint_names
 from app.demo import default_sentence, domain
 from app.display import show_figure
+from app import weights as show_weights
 from app.figures import heads as figs
+from app.figures.attention import heatmap_figure
+from app.figures.contributions import faithfulness_figure, faithfulness_frame, source_share_figure
 from app.figures.syntax import arcs_figure, relation_label, syntax_grid
 from app.text import md_escape
 from core import CheckpointError
 from core.paths import shared_eval
 from core.studies import ablation, analysis
+from core.studies import contributions as contrib_study
+from core.studies import faithfulness as fa
 from core.studies import syntax as sx
-from core.views import DECODER_ROWS, KINDS, SHORT
+from core.views import DECODER_ROWS, KINDS, SHORT, attention_view
 
 NEWS_SENTENCE = "The Commission presented its report yesterday, but the Council rejected it."   # has a pronoun
 SCORED = ["enc_self", "dec_self"]            # the kinds core.studies.analysis.head_scores scores
@@ -364,6 +369,88 @@ def syntax_tab(ckpt, cfg, card_syntax: dict | None) -> None:
     one_sentence(ckpt, cfg, sentences, rep, note)
 
 
+def contribution_maps(ckpt, model, sentence: str, show: str) -> contrib_study.Contributions | None:
+    """A kind, layer and head of one sentence: attention weights beside the chosen view; None after a message."""
+    try:
+        c = cache.contributions(ckpt, sentence)
+    except ValueError as e:
+        st.warning(str(e))
+        return None
+    cfg = model.cfg
+    c1, c2, c3 = st.columns(3)
+    kind = c1.selectbox("Attention", list(KINDS), format_func=KINDS.get, key="heads_ctb_kind")
+    n_layers = cfg.N if kind == "enc_self" else cfg.N_dec
+    layer = c2.selectbox("Layer", range(n_layers), index=n_layers - 1, format_func=layer_name,
+                         key=f"heads_ctb_layer_{kind}")
+    whole = "all heads summed as vectors" if show == "norm" else "mean of all heads"
+    head = c3.selectbox("Head", [-1, *range(cfg.h)], key="heads_ctb_head", disabled=show == "alti",
+                        format_func=lambda k: whole if k < 0 else head_name(k),
+                        help="Contributions (ALTI+) are measured for a whole layer." if show == "alti" else None)
+    words = st.checkbox("Whole words (merge each word's pieces)", key="heads_ctb_words")
+    raw = cache.contribution_view(ckpt, sentence, None, 1, kind, "attention", words, True)
+    left = raw.maps[layer].mean(0) if head < 0 else raw.maps[layer, head]
+    what = whole if head < 0 else head_name(head)
+    name = f"{show}_{kind}_layer{layer + 1}"
+    if show == "attention":
+        show_figure(heatmap_figure(left, raw.rows, raw.cols, f"{KINDS[kind]}, layer {layer + 1}, {what}"), name,
+                    key="heads_ctb_maps")
+    else:
+        if show == "norm" and head < 0:      # the layer: heads' vectors summed before the norm (Kobayashi 4.2)
+            layer_maps = contrib_study.row_shares(c.norm_layer[kind])[:, None]                # (L, 1, R, C)
+            right = attention_view(c.result, kind, words=words, maps=layer_maps).maps[layer, 0]
+        else:
+            right = cache.contribution_view(ckpt, sentence, None, 1, kind, show, words, True).maps[
+                layer, 0 if show == "alti" else head]
+        titles = (f"attention weights, {'mean of all heads' if show == 'alti' else what}",
+                  f"{show_weights.WEIGHTS[show]}, {'whole layer' if show == 'alti' else what}")
+        fig = figs.maps_side_by_side(left, right, raw.rows, raw.cols, titles, f"{KINDS[kind]}, layer {layer + 1}")
+        show_figure(fig, name, key="heads_ctb_maps")
+    if kind != "enc_self":
+        st.caption(DECODER_ROWS)
+    return c
+
+
+def faithfulness_section(model) -> None:
+    """The saved erasure test of scripts/evaluate_faithfulness.py, or how to make it."""
+    st.subheader("Which view is faithful?")
+    try:
+        result = fa.read_result(model.folder)
+    except ValueError as e:
+        st.warning(str(e))
+        return
+    if result is None:
+        st.info("This checkpoint has no faithfulness measurement yet. Make one with "
+                f"`python scripts/evaluate_faithfulness.py checkpoints/{md_escape(model.card.name)}` "
+                "(200 dev sentences, a minute or so).")
+        return
+    show_figure(faithfulness_figure(result["table"], "Drop in log P(word) when each method's top source word is "
+                                                     "removed"), "faithfulness", key="heads_faith_chart")
+    st.dataframe(faithfulness_frame(result["table"]), hide_index=True)
+    st.caption(f"For each word the model wrote in {result.get('sentences', '?')} dev sentences, the source word "
+               "each method ranks highest was removed from attention and the word's log-probability measured "
+               "again: the larger the drop, the more the method's top word really mattered. A random source word "
+               f"is the baseline. Most faithful here: **{md_escape(str(result.get('most_faithful')))}**.")
+
+
+def contributions_tab(ckpt, model, default: str) -> None:
+    """Tab: attention weights beside norm-based maps or ALTI+ contributions, where each translated word's prediction
+    came from, and which view is faithful (core.studies.contributions and faithfulness)."""
+    st.caption("Does a large attention weight mean that the word mattered? Two answers that look inside the same "
+               "layer: the size of what each word sends (Kobayashi et al. 2020), and what each word contributes "
+               "through the whole layer, residual connection and LayerNorm included (ALTI+, Ferrando et al. 2022).")
+    sentence = st.text_input("Sentence", default, key="heads_ctb_src")
+    show = show_weights.show_control("heads_ctb_show")
+    show_weights.explain(show)
+    c = contribution_maps(ckpt, model, sentence, show)
+    if c is not None and c.result.tgt:
+        st.subheader("Where each translated word came from")
+        words, share = contrib_study.word_shares(c)
+        show_figure(source_share_figure(words, share, f"The model's translation: {c.result.tgt}"),
+                    "source_share", key="heads_ctb_share")
+        st.caption(md_escape(show_weights.share_sentence(words, share)))
+    faithfulness_section(model)
+
+
 def introduction(name: str) -> None:
     st.title("What heads do")
     st.caption("Each layer has several attention heads. Here they are scored on probe sentences, switched off "
@@ -377,8 +464,8 @@ ckpt, model = cache.model_or_stop()
 default = NEWS_SENTENCE if domain(model.card) == "news" else default_sentence(model.card)   # the model's domain
 introduction(ckpt.name)
 table = cache.head_scores(ckpt)
-finder, ent, syn, roll, abl, cmp_tab = st.tabs(
-    ["Head finder", "Entropy", "Syntax", "Rollout", "Switch heads off", "Compare checkpoints"])
+finder, ent, syn, roll, ctb, abl, cmp_tab = st.tabs(
+    ["Head finder", "Entropy", "Syntax", "Rollout", "Beyond attention", "Switch heads off", "Compare checkpoints"])
 with finder:
     head_finder(ckpt.name, table)
 with ent:
@@ -387,6 +474,8 @@ with syn:
     syntax_tab(ckpt, model.cfg, model.card.syntax)
 with roll:
     rollout_tab(ckpt, model.cfg, default)
+with ctb:
+    contributions_tab(ckpt, model, default)
 with abl:
     ablation_tab(ckpt, model, default)
 with cmp_tab:

@@ -12,17 +12,25 @@ from core.studies import paper_figures as pf
 from core.studies import syntax as sx
 
 
-def introduction(name: str, model) -> None:
-    """What the paper's figures show, how ours count layers, and a word on the loaded model."""
-    st.write("The paper's appendix shows encoder self-attention heads of layer 5 of 6 that seem to follow "
-             "long-distance dependencies (Figure 3), resolve an anaphora (Figure 4) and track sentence structure "
-             "(Figure 5). Here the same sentences go through the loaded model, every head is scored on the "
-             "behaviour each figure shows, and the best ones are drawn the paper's way: the sentence twice, "
-             "one line per attention weight, as opaque as the weight, one colour per head.")
-    st.caption(f"Layers and heads count from 1, as in the paper: its \"layer 5 of 6\" is layer 5 here, which is "
-               f"index {pf.PAPER_LAYER} (0-based) in the code and in exported JSON. The paper's model is the base "
-               f"Transformer, trained on 4.5 million sentence pairs for 12 hours on 8 GPUs. Ours: "
-               f"{describe_model(model.card, model.cfg)} Expect weaker, blurrier heads.")
+def introduction(name: str, model) -> bool:
+    """What the paper's figures show in a line, the rest (how ours count layers, the loaded model) one click away,
+    the switch between words and pieces beside it (its value returned), and a word on an unsuitable model: the
+    first screen is for the drawing."""
+    st.caption("The paper's Figures 3-5 show encoder heads of layer 5 of 6 that follow long-distance dependencies, "
+               "resolve an anaphora and track sentence structure. Here the same sentences go through the loaded "
+               "model, and its best heads are drawn the paper's way.")
+    about, switch = st.columns([5, 2], vertical_alignment="center")
+    with about.expander("About these figures and our model"):
+        st.write("Every head is scored on the behaviour each figure shows, and the best ones are drawn the paper's "
+                 "way: the sentence twice, one line per attention weight, the bolder the stronger, one colour per "
+                 "head.")
+        st.caption(f"Layers and heads count from 1, as in the paper: its \"layer 5 of 6\" is layer 5 here, which is "
+                   f"index {pf.PAPER_LAYER} (0-based) in the code and in exported JSON. The paper's model is the base "
+                   f"Transformer, trained on 4.5 million sentence pairs for 12 hours on 8 GPUs. Ours: "
+                   f"{describe_model(model.card, model.cfg)} Expect weaker, blurrier heads.")
+    words = switch.toggle("Merge pieces into words", value=True, key="pf_words",
+                          help="The model reads sub-word pieces; merged, each word's attention is the mean over "
+                               "its pieces.")
     if name != UNTRAINED and domain(model.card) != "news":
         st.info(f"The paper's sentences are news, and {name} was trained on {DOMAINS[domain(model.card)][0]}: "
                 "expect a poor translation and blurrier heads. A checkpoint trained on news (the sidebar) suits this "
@@ -30,13 +38,15 @@ def introduction(name: str, model) -> None:
     if name == UNTRAINED:
         st.warning("No trained checkpoint is loaded: this model's attention is random, so no head will look "
                    "like the paper's. Train one or pick another in the sidebar.")
+    return words
 
 
 def analyse(ckpt, number: int, words: bool):
     """Sentence box, translation, found heads and the encoder view to draw for one figure; (None, None) after an
     error message if it fails."""
     _, default = pf.FIGURES[number]
-    sentence = st.text_input("Sentence", default, key=f"pf{number}_sentence")
+    box = st.expander("The sentence (to change it) and our model's translation")   # the paper's: rarely changed
+    sentence = box.text_input("Sentence", default, key=f"pf{number}_sentence")
     try:
         result = cache.attend(ckpt, sentence)
         found, view = find_heads(number, result, sentence, words)
@@ -45,7 +55,7 @@ def analyse(ckpt, number: int, words: bool):
         return None, None
     for notice in result.notices:
         st.info(notice)
-    st.caption(f"Our model translates it: *{result.tgt}*")
+    box.caption(f"Our model translates it: *{result.tgt}*")
     return view, found
 
 
@@ -121,7 +131,7 @@ TABS = [  # figure, tab title, the paper's caption and our score, heads picked b
      "*Paper: \"Many of the attention heads attend to a distant dependency of the verb 'making', "
      "completing the phrase 'making…more difficult'. Attentions here shown only for the word "
      "'making'.\"* Score: the share of the attention of 'making' that goes to 'more difficult'. The "
-     "best-scoring head is drawn alone; add heads in the box to compare them, one colour each.",
+     "best-scoring head is drawn alone; add heads in the box below it to compare them, one colour each.",
      1, "share of the attention of 'making' on 'more difficult'"),
     (4, "Figure 4: anaphora",
      "*Paper: \"Two attention heads, also in layer 5 of 6, apparently involved in anaphora "
@@ -150,16 +160,16 @@ def figure_tab(ckpt, cfg, words: bool, figure: int, caption: str, n_heads: int |
     if figure == 5 and found:
         gold_structure(ckpt, view)
     if found:
+        drawing = st.container()            # the drawing first, its layer and heads below it: the first screen shows it
         layer, heads = pick(ckpt.name, cfg, figure, found, n_heads)
-        draw(figure, view, layer, heads)
+        with drawing:
+            draw(figure, view, layer, heads)
         scores(figure, found, label, (layer, heads))
 
 
 st.title("The paper's attention figures")
 ckpt, model = cache.model_or_stop()
-introduction(ckpt.name, model)
-merge = st.toggle("Merge pieces into words", value=True, key="pf_words",
-                  help="The model reads sub-word pieces; merged, each word's attention is the mean over its pieces.")
+merge = introduction(ckpt.name, model)
 for tab, (figure, _, caption, n_heads, label) in zip(st.tabs([t[1] for t in TABS]), TABS):
     with tab:
         figure_tab(ckpt, model.cfg, merge, figure, caption, n_heads, label)

@@ -3,11 +3,17 @@ import numpy as np
 import streamlit as st
 
 from app import cache
+from app.demo import default_sentence
 from app.display import show_figure
-from app.figures.sdpa import (SCALED, UNSCALED, attention_steps, collapse_chart, example_qkv, matrix_figure,
-                              random_query_keys, scaled_and_unscaled, weights_chart)
+from app.figures.sdpa import (SCALED, UNSCALED, attention_steps, collapse_chart, example_qkv, keys_table,
+                              matrix_figure, random_query_keys, scaled_and_unscaled, token_labels, values_table,
+                              vector_summary, walk_figure, weights_chart)
+from app.text import md_escape
+from core.studies.step_by_step import walk
+from core.views import KINDS, SHORT
 
 D_KS = tuple(2 ** i for i in range(11))
+N_SHOWN = 4                      # dimensions of q, k and v written out on the real model; the rest summarised
 
 
 def editable_matrices() -> dict:
@@ -77,10 +83,83 @@ def why_scale() -> None:
                     "sdpa_collapse", key="sdpa_collapse")
 
 
+def real_controls(model) -> dict:
+    """The sentence, and which attention, layer, head and query word to follow."""
+    cfg = model.cfg
+    if st.session_state.get("sdpa_real_src") in (None, st.session_state.get("sdpa_real_default")):
+        st.session_state.sdpa_real_src = st.session_state.sdpa_real_default = default_sentence(model.card)
+    src = st.text_input("Sentence (the model translates it, then we follow one head)", key="sdpa_real_src")
+    c1, c2, c3 = st.columns([3, 1, 1])
+    kind = c1.segmented_control("Attention", list(KINDS), key="sdpa_real_kind", default="enc_self",
+                                format_func=SHORT.get, required=True)
+    n_layers = cfg.N if kind == "enc_self" else cfg.N_dec
+    st.session_state.sdpa_real_layer = min(st.session_state.get("sdpa_real_layer", 4), n_layers - 1)
+    layer = c2.selectbox("Layer", range(n_layers), key="sdpa_real_layer",
+                         format_func=lambda i: f"{i + 1} of {n_layers}")
+    head = c3.selectbox("Head", range(cfg.h), key="sdpa_real_head", format_func=lambda i: f"{i + 1} of {cfg.h}")
+    return dict(src=src, kind=kind, layer=layer, head=head)
+
+
+def numbers_table(df) -> None:
+    """A table of the walk with three decimals, weights as bars."""
+    config = {c: st.column_config.NumberColumn(format="%.3f") for c in df.columns if c != "key"}
+    if "softmax weight" in df:
+        config["softmax weight"] = st.column_config.ProgressColumn(format="%.3f", min_value=0, max_value=1)
+    st.dataframe(df, hide_index=True, width="stretch", column_config=config,
+                 height=min(36 * (len(df) + 1) + 3, 760))        # every row in view, up to about 20
+
+
+def real_head() -> None:
+    """The same four steps on one query of a real head of the loaded checkpoint, with its own numbers."""
+    st.header("The same steps inside the real model")
+    key, model = cache.model_or_stop()
+    st.write(f"Now the model picked in the sidebar ({md_escape(key.name)}). In every head, each word's vector x "
+             "is turned into a query q = x W^Q, a key k = x W^K and a value v = x W^V, each "
+             f"d_k = {model.cfg.d_k} numbers long (d_model / h = {model.cfg.d_model} / {model.cfg.h}). "
+             f"Pick a word: we follow its query through the four steps, with the first {N_SHOWN} of the "
+             f"{model.cfg.d_k} numbers written out and the rest summed up.")
+    c = real_controls(model)
+    try:
+        steps = cache.head_steps(key, c["src"], c["kind"], c["layer"])
+    except ValueError as e:                                 # an empty sentence and the like, in core's words
+        st.warning(str(e))
+        return
+    rows, cols = token_labels(steps.rows), token_labels(steps.cols)
+    st.markdown(f"The model's translation: **{md_escape(steps.result.tgt) or '(empty)'}**")
+    row = st.selectbox("Follow the query of", range(len(rows)), key=f"sdpa_real_row_{c['kind']}",
+                       index=min(1, len(rows) - 1), format_func=rows.__getitem__,
+                       help="Decoder rows are decoding steps, each labelled by the word it writes.")
+    w = walk(steps, c["head"], row, N_SHOWN)
+    where = f"{KINDS[c['kind']].lower()}, layer {c['layer'] + 1}, head {c['head'] + 1}"
+    d_k = steps.d_k
+    st.subheader("1. The query")
+    st.markdown(md_escape(f"The query of {rows[row]} in {where}: {vector_summary('q', w.q, w.shown)}."))
+    st.subheader("2. The keys, and a dot product with each")
+    masked = int((~w.allowed).sum())
+    st.markdown(md_escape(f"q·k multiplies the numbers of q and k pairwise and adds up all {d_k} products: the "
+                          f"first {len(w.shown)} are written out, the other {d_k - len(w.shown)} added in one column.")
+                + (f" The {masked} keys after this step are masked (the decoder may not look ahead): weight 0."
+                   if masked else ""))
+    numbers_table(keys_table(w, cols))
+    st.subheader(f"3. Divide by √d_k = √{d_k} = {d_k ** 0.5:.2f}, and 4. softmax")
+    show_figure(walk_figure(w, cols, f"The query of {rows[row]} over the keys: {where}"), "sdpa_real_weights",
+                key="sdpa_real_weights")
+    gap = float(abs(w.weights - steps.reported[c["head"], row]).max())
+    st.caption(md_escape(f"This row of weights is the row of {rows[row]} in the attention explorer's map of this "
+                         f"head: computed here from the weights, it differs from the model's own map by at most "
+                         f"{gap:.0e}."))
+    st.subheader("5. The output: the values, weighted")
+    st.markdown(md_escape(f"Each key brings a value v ({d_k} numbers too). The output is the weights times the "
+                          f"values, added up: {vector_summary('output', w.output, w.shown)}. The {steps.h} heads' "
+                          f"outputs, side by side, go through W^O to make the layer's output for {rows[row]}."))
+    numbers_table(values_table(w, cols))
+
+
 st.title("Attention, step by step")
 st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^T}{\sqrt{d_k}}\right) V")
 st.write("Each query (a row of Q) is compared with every key (a row of K) by a dot product; the scores "
          "are divided by √d_k and turned into weights that sum to 1 by a softmax; the output is the "
          "weighted average of the values (rows of V). Edit any number below.")
 steps_row(editable_matrices())
+real_head()
 why_scale()

@@ -160,18 +160,20 @@ def content_pieces(result) -> tuple[list, list]:
     return list(result.src_tokens[:-1]), list(result.tgt_tokens[1:])
 
 
-def word_maps(result, shift: str, src_slots: list, tgt_slots: list) -> np.ndarray:
+def word_maps(result, shift: str, src_slots: list, tgt_slots: list, maps: np.ndarray | None = None) -> np.ndarray:
     """Cross-attention (N_dec, h, T, S) -> word level (N_dec, h, W_tgt, W_src) under a shift, rows renormalised.
 
     src_slots, tgt_slots: (piece, word) pairs of the content pieces (piece_slots, or own_words).
+    maps: other (..., T, S) maps labelled like the cross-attention (norm-based, ALTI+: core.studies.contributions)
+    in place of result.cross.
     """
     if shift not in SHIFTS:
         raise ValueError(f"unknown shift {shift!r}; choose one of {list(SHIFTS)}")
     start = 0 if shift == "produced" else 1            # the step that writes target piece i is i; that reads it, i + 1
     rows = [start + p for p, _ in tgt_slots]
     cols = [p for p, _ in src_slots]                   # never the last column, "</s>"
-    cross = result.cross[:, :, rows][..., cols]        # (N_dec, h, slots_tgt, slots_src)
-    maps = merge_attention(cross, [w for _, w in tgt_slots], [w for _, w in src_slots])   # (N_dec, h, W_tgt, W_src)
+    cross = (result.cross if maps is None else maps)[..., rows, :][..., cols]   # (..., slots_tgt, slots_src)
+    maps = merge_attention(cross, [w for _, w in tgt_slots], [w for _, w in src_slots])   # (..., W_tgt, W_src)
     return maps / np.maximum(maps.sum(-1, keepdims=True), 1e-12)
 
 
@@ -396,13 +398,14 @@ def report(ev: Evaluation, method: str = "argmax", threshold: float = 0.5) -> di
                                   "aer_first_half": scores(one[c])["aer"], "aer_second_half": scores(two[c])["aer"]}))
     # the choice sees the first half only; a candidate with nothing to score there comes last
     def pick(kind):
-        return min((r for r in rows if kind(r)), key=lambda r: 2.0 if r["aer_first_half"] is None
-                                else r["aer_first_half"])
+        return min((r for r in rows if kind(r)), default=None, key=lambda r: 2.0 if r["aer_first_half"] is None
+                   else r["aer_first_half"])
     def chosen(r):
-        return _rounded({**{k: r[k] for k in ("layer", "head", "shift", "aer_first_half")},
-                                     **held_out[r["layer"], r["head"], r["shift"]]})
-    best = pick(lambda r: r["head"] != "mean")
-    layer = pick(lambda r: r["head"] == "mean" and r["layer"] != "all")
+        return None if r is None else _rounded({**{k: r[k] for k in ("layer", "head", "shift", "aer_first_half")},
+                                                **held_out[r["layer"], r["head"], r["shift"]]})
+    # a single head has a number; a whole layer a word ("mean" of the weights, "sum" of norm vectors, ALTI's)
+    best = pick(lambda r: not isinstance(r["head"], str))
+    layer = pick(lambda r: isinstance(r["head"], str) and r["layer"] != "all")
     diag = np.asarray(ev.diagonal)
     n_layers = max(r["layer"] for r in rows if r["layer"] != "all")
     grid = {s: [[r["aer"] for r in rows if r["shift"] == s and r["layer"] == layer] for layer in range(1, n_layers + 1)]

@@ -11,7 +11,8 @@ writes them). From each snapshot we take:
   pronouns   on our annotated pronoun set (core/probes/anaphora_en.jsonl), the hit rate of a head: the
              share of sentences where the word the pronoun attends to most, itself and </s> aside, is
              its antecedent (Clark et al. 2019's "antecedent selection"). Reported for the best Figure 4
-             head and for the head with the best hit rate on the set (an upper bound: picked on the set).
+             head and for the head with the best hit rate on the set (an upper bound: picked on the set), and
+             held out: the best head on the first half of the set, scored on the second half.
 
 Snapshots hold the pronoun sentences (keys "pronoun_<j>", the pronoun's rows only) and the paper's two
 sentences only if Probes recorded them, which it does since this module exists; older snapshots give
@@ -114,7 +115,25 @@ def scores_at(step: int, source: str, maps: dict, pronouns: list[tuple]) -> dict
                    hit_best_layer=int(top[0]), hit_best_head=int(top[1]))
         if "fig4_layer" in row:
             row["hit_rate"] = float(rates[row["fig4_layer"], row["fig4_head"]])
+        row.update(held_out_hits(pronouns))
     return row
+
+
+def held_out_hits(pronouns: list[tuple]) -> dict:
+    """The best head chosen on the first half of the pronoun sentences, scored on the second half.
+
+    hit_best is an upper bound (picked and scored on the same sentences); this is what the head does on
+    sentences it was not chosen on. Empty with fewer than 4 sentences.
+    """
+    if len(pronouns) < 4:
+        return {}
+    half = len(pronouns) // 2
+    chosen_on, _ = hit_rates(pronouns[:half])
+    scored, chance = hit_rates(pronouns[half:])
+    layer, head = np.unravel_index(int(np.argmax(chosen_on)), chosen_on.shape)
+    return {"hit_held_out": float(scored[layer, head]), "hit_held_out_layer": int(layer),
+            "hit_held_out_head": int(head), "hit_held_out_chance": chance,
+            "hit_held_out_sentences": len(pronouns) - half}
 
 
 def probe_for(sentences: list[dict], number: int) -> int | None:

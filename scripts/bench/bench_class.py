@@ -3,11 +3,18 @@
     python scripts/bench/bench_class.py                 # starts `streamlit run app/main.py` itself, runs every phase
     python scripts/bench/bench_class.py --url http://localhost:8501 --server-pid 1234     # a server already running
     python scripts/bench/bench_class.py --check-browser  # first: is the light client faithful to Chromium?
+    python scripts/bench/bench_class.py --live-run full --watchers 10   # while "Watch it learn" trains
 
 Phases: "one" (a single session switches heads), "random" (20 sessions, each switching at random times,
 about one switch every 3 s) and "burst" (8 sessions switching at the same moment, a few rounds). Each prints
 the server's script-run time and the round trip (p50/p95/max), errors, the server's CPU time per run and its
 memory (RSS); the last line is a one-line summary with the targets of issue 13.
+
+--live-run slow|full keeps a "Watch it learn" training going through every phase (issue 26): one more session
+opens that page, picks the speed and presses Start, and presses it again whenever the run has ended;
+--watchers N more sessions watch it as a browser does, redrawing the page's fragment at the interval the server
+asks for (Streamlit's auto_rerun). The head-switch figures then are the other sessions' while a run goes; the
+watchers' redraws and the training's own speed are printed after them.
 
 A browser per student costs too much CPU on a small machine, so each session is a light client speaking
 Streamlit's websocket protocol with the protobufs Streamlit ships (streamlit.proto): it opens /_stcore/stream
@@ -31,6 +38,7 @@ import argparse
 import asyncio
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -48,6 +56,9 @@ from core.checkpoint import read_jsonl
 from core.paths import REPO
 
 TARGETS_MS = {"one": 50, "random": 500, "burst": 500}     # issue 13: script run, p50 for one session, else p95
+WATCH_PAGE = "watch_it_learn"                             # the live training's page (its url path)
+REDRAW = "watch_it_learn/redraw"                           # how that page logs a redraw of its fragment
+SPEED_LABELS = {"slow": "Slow (about 30 s)", "full": "Full speed"}   # its speed radio's options, as the page words them
 CONTEXT = {"timezone": "UTC", "timezone_offset": 0, "locale": "en-US", "is_embedded": False, "color_scheme": "light"}
 
 
@@ -60,6 +71,7 @@ class Run:
     exec_time: float | None = None        # seconds, Streamlit's PageProfile.exec_time (with --page-profile)
     deltas: list = field(default_factory=list)    # (delta path, element or block type) in arrival order
     errors: list = field(default_factory=list)
+    texts: list = field(default_factory=list)     # the bodies of alerts (info, success, ...) on the page
 
 
 def widget_state(kind: str, w) -> WidgetState | None:
@@ -89,8 +101,10 @@ def widget_state(kind: str, w) -> WidgetState | None:
 class Session:
     """One student's tab: a websocket to /_stcore/stream, its widget states, one script run at a time."""
 
-    def __init__(self, url: str):
-        self.url = url.rstrip("/")
+    def __init__(self, url: str, page: str = ""):
+        self.url, self.page = url.rstrip("/"), page    # page: the url path of the page to open ("": the default)
+        self.auto: tuple[float, str] | None = None    # (interval s, fragment id) of a fragment that reruns itself
+        self.pressed: WidgetState | None = None       # a button clicked for the next run
         self.states: dict[str, WidgetState] = {}      # widget id -> state, as the browser's widget manager keeps it
         self.elements: dict[str, tuple] = {}          # widget id -> (kind, proto) as last drawn
         self.page_hash, self.cached = "", set()
@@ -112,20 +126,38 @@ class Session:
                 return label
         raise LookupError(f"no widget {key!r} on the page")
 
-    def back_msg(self) -> BackMsg:
+    def press(self, key: str) -> bool:
+        """Click the button with this key in the next run, as the browser sends a click; False if it is disabled."""
+        wid, proto = next(((w, p) for w, (kind, p) in self.elements.items()
+                           if kind == "button" and w.endswith("-" + key)), (None, None))
+        if wid is None:
+            raise LookupError(f"no button {key!r} on the page")
+        if proto.disabled:
+            return False
+        self.pressed = WidgetState(id=wid, trigger_value=True)
+        return True
+
+    def back_msg(self, fragment_id: str | None = None) -> BackMsg:
         msg = BackMsg()
         cs = msg.rerun_script
         cs.widget_states.widgets.extend(self.states.values())
+        if self.pressed is not None:                          # a click counts for one run only
+            cs.widget_states.widgets.append(self.pressed)
+            self.pressed = None
+        if fragment_id:
+            cs.fragment_id, cs.is_auto_rerun = fragment_id, True
         if self.page_hash:
             cs.page_script_hash = self.page_hash
+        elif self.page:
+            cs.page_name = self.page
         cs.cached_message_hashes.extend(sorted(self.cached))
         for k, v in {**CONTEXT, "url": self.url + "/"}.items():
             setattr(cs.context_info, k, v)
         return msg
 
-    async def run(self, phase: str, timeout: float) -> Run:
-        """Send a rerun with the current widget states; read until that run's script_finished."""
-        msg, run, drawn, started = self.back_msg(), Run(phase), set(), None
+    async def run(self, phase: str, timeout: float, fragment_id: str | None = None) -> Run:
+        """Send a rerun with the current widget states (of one fragment: a redraw); read until it has finished."""
+        msg, run, drawn, started = self.back_msg(fragment_id), Run(phase), set(), None
         self.sent.append(msg)
         t0 = time.perf_counter()
         try:
@@ -141,7 +173,7 @@ class Session:
         except Exception as e:  # noqa: BLE001 a timeout, a closed socket: counted as errors, none stops the bench
             run.errors.append(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
         run.round_trip = time.perf_counter() - t0
-        if drawn:                                    # the browser forgets widgets that were not drawn again
+        if drawn and not fragment_id:                # the browser forgets widgets that were not drawn again
             self.states = {k: v for k, v in self.states.items() if k in drawn}
         return run
 
@@ -152,6 +184,10 @@ class Session:
             self.cached.add(fwd.hash)
         if kind == "navigation":
             self.page_hash = fwd.navigation.page_script_hash
+        elif kind == "auto_rerun":
+            self.auto = (fwd.auto_rerun.interval, fwd.auto_rerun.fragment_id)
+        elif kind == "stop_auto_rerun" and self.auto and self.auto[1] in fwd.stop_auto_rerun.fragment_ids:
+            self.auto = None                          # the server would ignore (never answer) a redraw of it
         elif kind == "page_profile":
             run.exec_time = fwd.page_profile.exec_time / 1e6
         elif kind == "delta" and fwd.delta.WhichOneof("type") == "add_block":
@@ -164,7 +200,11 @@ class Session:
                 run.errors.append(f"exception on the page: {el.exception.type}: {el.exception.message[:200]}")
             elif ekind == "alert" and el.alert.format == el.alert.ERROR:
                 run.errors.append(f"error on the page: {el.alert.body[:200]}")
+            if ekind == "alert":
+                run.texts.append(el.alert.body)
             proto = getattr(el, ekind)
+            if ekind == "button" and proto.id:
+                self.elements[proto.id] = (ekind, proto)
             state = widget_state(ekind, proto) if getattr(proto, "id", "") else None
             if state is not None:
                 drawn.add(proto.id)
@@ -172,7 +212,10 @@ class Session:
                 if proto.id not in self.states or getattr(proto, "set_value", False):
                     self.states[proto.id] = state
         elif kind == "script_finished":
-            if fwd.script_finished != ForwardMsg.FINISHED_SUCCESSFULLY:
+            if fwd.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:   # st.rerun: the next run follows
+                return False
+            if fwd.script_finished not in (ForwardMsg.FINISHED_SUCCESSFULLY,
+                                           ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY):
                 run.errors.append(f"script finished with status {fwd.script_finished}")
             return True
         return False
@@ -214,13 +257,14 @@ def wait_healthy(url: str, proc=None, timeout: float = 180) -> None:
     sys.exit(f"no healthy Streamlit server at {url} after {timeout:.0f} s")
 
 
-def logged_runs(run_log: str | None, since: float, until: float) -> list[float]:
-    """Durations (s) of the script runs the app logged between two wall-clock times."""
+def logged_runs(run_log: str | None, since: float, until: float, page: str | None = "") -> list[float]:
+    """Durations (s) of the script runs the app logged between two wall-clock times, of one page (the url path;
+    "": the explorer, where the sessions switch heads; None: every page)."""
     try:
         entries = read_jsonl(run_log, skip_bad=True) if run_log else []     # the server may be writing a line
     except OSError:
         return []
-    return [e["seconds"] for e in entries if since <= e["t"] <= until]
+    return [e["seconds"] for e in entries if since <= e["t"] <= until and (page is None or e.get("page", "") == page)]
 
 
 class ServerWatch:
@@ -333,8 +377,82 @@ def summary(results: dict, args, pid) -> str:
         parts.append(f"{label}: script p{q} {value:.0f} ms ({verdict}), round trip p95 {pct(r['rt'], 95):.0f} ms, "
                      f"{r['errors']} errors")
     rss = proc_stat(pid)[0]
-    return (f"SUMMARY {' | '.join(parts)} | server RSS {'n/a' if rss is None else f'{rss:.0f} MB'} | "
+    live = f" [live run, {args.live_run} speed, {args.watchers} watchers]" if args.live_run else ""
+    return (f"SUMMARY{live} {' | '.join(parts)} | server RSS {'n/a' if rss is None else f'{rss:.0f} MB'} | "
             f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+# ---- a live "Watch it learn" run while the class switches heads ------------------------------------------------
+
+DONE = re.compile(r"Done: ([\d,]+) steps in (\d+) s")
+
+
+@dataclass
+class LiveRuns:
+    """What the sessions on the training page saw: runs started, the finished runs' (steps, seconds), redraws."""
+    starts: int = 0
+    finished: list = field(default_factory=list)
+    redraws: list = field(default_factory=list)       # Run of each watcher's fragment redraw
+    going: asyncio.Event = field(default_factory=asyncio.Event)
+    logged: list = field(default_factory=list)        # seconds of each redraw, as the server logged it
+
+
+async def keep_training(url: str, speed: str, timeout: float, stop: asyncio.Event, live: LiveRuns) -> None:
+    """One session on the training page: picks the speed, presses Start, and presses it again once a run ended."""
+    s = Session(url, page=WATCH_PAGE)
+    await s.open()
+    await s.run("train", timeout)
+    s.switch("toy_speed", random.Random(), SPEED_LABELS[speed])
+    s.switch("toy_task", random.Random(), "Reverse")
+    seen = set()
+    while not stop.is_set():
+        pressed = s.press("toy_start")
+        run = await s.run("train", timeout)
+        live.starts += pressed
+        for text in run.texts:
+            if (m := DONE.search(text)) and text not in seen:
+                seen.add(text)
+                live.finished.append((int(m.group(1).replace(",", "")), int(m.group(2))))
+        if pressed:
+            live.going.set()
+        try:
+            await asyncio.wait_for(stop.wait(), 2.0)
+        except TimeoutError:
+            pass
+    await s.close()
+
+
+async def watch_training(url: str, timeout: float, stop: asyncio.Event, live: LiveRuns) -> None:
+    """One student watching the training page: its fragment redrawn at the interval the server asks for."""
+    s = Session(url, page=WATCH_PAGE)
+    await s.open()
+    await s.run("watch", timeout)
+    while not stop.is_set():
+        interval, fragment = s.auto or (1.0, None)
+        try:
+            await asyncio.wait_for(stop.wait(), interval)
+        except TimeoutError:
+            pass
+        if fragment and not stop.is_set():
+            live.redraws.append(await s.run("redraw", min(timeout, 30.0), fragment_id=fragment))
+    await s.close()
+
+
+def live_report(args, live: LiveRuns) -> str:
+    """The live run's line: runs started and finished, their speed, the watchers' redraws."""
+    line = f"live run ({args.live_run} speed): {live.starts} started"
+    if live.finished:
+        steps, secs = map(sum, zip(*live.finished))
+        line += f", {len(live.finished)} finished at {steps / max(secs, 1):.0f} steps/s"
+    rt = [r.round_trip * 1000 for r in live.redraws if not r.errors]
+    if rt:
+        errors = sum(len(r.errors) for r in live.redraws)
+        line += f" | {args.watchers} watchers: {len(live.redraws)} redraws"
+        if live.logged:
+            ms = [x * 1000 for x in live.logged]
+            line += f", server run p50 {pct(ms, 50):.0f} p95 {pct(ms, 95):.0f} ms"
+        line += f", round trip p50 {pct(rt, 50):.0f} p95 {pct(rt, 95):.0f} ms, {errors} errors"
+    return line
 
 
 async def bench(args, pid) -> None:
@@ -350,12 +468,26 @@ async def bench(args, pid) -> None:
         firsts = await asyncio.gather(*(s.run("open", args.run_timeout) for s in sessions[1:]))
     if firsts:
         report("open", list(firsts), watch)
+    stop, live, side = asyncio.Event(), LiveRuns(), []
+    if args.live_run:
+        side.append(asyncio.create_task(keep_training(args.url, args.live_run, args.run_timeout, stop, live)))
+        side += [asyncio.create_task(watch_training(args.url, args.run_timeout, stop, live))
+                 for _ in range(args.watchers)]
+        await asyncio.wait_for(live.going.wait(), args.run_timeout)
+        await asyncio.sleep(1.0)                                  # the run's first steps and its watchers' pages
+    live_since = time.time()
     results = {}
     for phase in args.phases:
         async with ServerWatch(pid, args.run_log) as watch:
             runs = await {"one": phase_one, "random": phase_random, "burst": phase_burst}[phase](sessions, args, rng)
         results[phase] = report(phase, runs, watch)
+    stop.set()
+    await asyncio.gather(*side, return_exceptions=True)
+    if args.live_run:
+        live.logged = logged_runs(args.run_log, live_since, time.time(), page=REDRAW)
     await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+    if args.live_run:
+        print(live_report(args, live))
     print(summary(results, args, pid))
 
 
@@ -377,6 +509,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--page-profile", action="store_true",
                     help="the started server also reports Streamlit's own run timer (costs it some CPU)")
+    ap.add_argument("--live-run", choices=list(SPEED_LABELS),
+                    help="keep a 'Watch it learn' training going through every phase, at this speed (issue 26)")
+    ap.add_argument("--watchers", type=int, default=0, help="with --live-run: sessions watching the training page")
     ap.add_argument("--check-browser", action="store_true",
                     help="first compare the light client with one Chromium session (playwright, /usr/bin/chromium)")
     args = ap.parse_args()

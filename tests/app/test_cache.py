@@ -16,7 +16,8 @@ from core.studies import qk
 from tests.helpers import tiny_model
 
 MAIN = str(REPO / "app" / "main.py")
-NO_CHECKPOINT = {"heatmap_frame", "pronoun_set", "gold_pairs", "_ud_sentences", "collapse_table"}   # labels, data
+NO_CHECKPOINT = {"heatmap_frame", "pronoun_set", "gold_pairs", "_ud_sentences", "collapse_table",   # labels, data
+                 "toy_runs", "toy_figures"}                              # Watch it learn trains a model of its own
 
 
 @pytest.fixture

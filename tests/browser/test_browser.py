@@ -6,7 +6,7 @@ Skipped when Playwright or /usr/bin/chromium is missing; never downloads a brows
 """
 import pytest
 
-from tests.browser.chromium import ARTIFACTS, browser_page, serve
+from tests.browser.chromium import ARTIFACTS, CHROMIUM, WAIT_MS, browser_page, serve, sync_api
 
 pytestmark = pytest.mark.slow      # minutes: a real server and a real browser (`-m "not slow"` leaves them out)
 
@@ -45,7 +45,7 @@ def test_explorer_in_a_real_browser(app_url):
                                "?.endsWith('head 4 of 8')")
 
         # the model view: clicking a tile opens it large below
-        page.get_by_text("All heads (model view)", exact=True).click()
+        page.get_by_text("All heads", exact=True).click()
         page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length == 2")
         grid = page.locator(".js-plotly-plot").first.locator(".nsewdrag").first
         grid.wait_for()
@@ -56,7 +56,7 @@ def test_explorer_in_a_real_browser(app_url):
         page.screenshot(path=str(ARTIFACTS / "explorer_model_view.png"))
 
         # the head view, then only one token's lines
-        page.get_by_text("Head view (lines, as in the paper)", exact=True).click()
+        page.get_by_text("Head view (lines)", exact=True).click()
         page.wait_for_selector(".js-plotly-plot .legend")
         page.screenshot(path=str(ARTIFACTS / "explorer_head_view.png"))
         page.locator('[data-testid="stSelectbox"]').filter(has_text="Only the lines of one token").click()
@@ -146,3 +146,58 @@ def test_syntax_tab_and_figure5_in_a_real_browser(app_url):
                                ".some(t => t.textContent.startsWith('Share of the gold arcs'))")
         page.screenshot(path=str(ARTIFACTS / "paper_figure5_gold.png"), full_page=True)
         assert page.locator('[data-testid="stException"]').count() == 0
+
+
+# ---- the first screen, as a class sees it on a projector (issue 26) ----
+
+FIRST_SCREEN = {"width": 1280, "height": 720}
+SETTLED = """() => !!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+    && !document.querySelector('[data-testid="stSpinner"], [data-testid="stSkeleton"]')"""
+# A control's text is cut off when a box that clips (overflow other than visible: Streamlit's labels end in an
+# ellipsis, a segmented control's buttons scroll sideways) holds more than it shows.
+CUT_LABELS = """() => {
+  const controls = '[data-testid="stWidgetLabel"], [data-testid="stButtonGroup"], [data-testid="stPopover"] button,'
+                 + ' [data-testid="stExpander"] summary, [role="tab"], [data-testid="stCheckbox"]';
+  const boxes = [...document.querySelectorAll('[data-testid="stMain"] :is(' + controls + ')')]
+    .flatMap(c => [c, ...c.querySelectorAll('*')]);
+  return [...new Set(boxes)].filter(e => e.tagName !== 'INPUT' && e.textContent.trim() && e.clientWidth > 0
+      && getComputedStyle(e).overflowX !== 'visible' && e.scrollWidth > e.clientWidth + 1)
+    .map(e => e.textContent.trim());
+}"""
+
+
+def settled(page) -> None:
+    for _ in range(2):                   # charts draw after the script has finished
+        page.wait_for_function(SETTLED)
+        page.wait_for_timeout(1000)
+
+
+def test_explorer_first_screen_shows_a_map_and_cuts_off_no_label(app_url):
+    """At 1280x720 the map's cells start on the first screen, below the sentence, its translation and the controls,
+    and no control's label is cut off; the same for the head view's own controls."""
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport=FIRST_SCREEN)
+            page.set_default_timeout(WAIT_MS)
+            page.goto(app_url + "/?text=A+man+in+a+blue+shirt+is+standing+on+a+ladder.")
+            page.wait_for_selector('[data-testid="stMain"] .js-plotly-plot .nsewdrag')
+            settled(page)
+            page.screenshot(path=str(ARTIFACTS / "explorer_first_screen.png"))
+            chart = page.locator('[data-testid="stMain"] .js-plotly-plot').first.bounding_box()
+            cells = page.locator('[data-testid="stMain"] .js-plotly-plot .nsewdrag').first.bounding_box()
+            assert chart["y"] < FIRST_SCREEN["height"]
+            assert cells["y"] < FIRST_SCREEN["height"] - 60, f"the map's cells start at {cells['y']:.0f} px"
+            for name in ("Sentence to translate", "Attention", "Layer", "Head", "View", "Whole words"):
+                label = page.locator('[data-testid="stMain"] [data-testid="stWidgetLabel"]').filter(has_text=name).first
+                assert label.bounding_box()["y"] < chart["y"], name            # every control above the map
+            assert page.evaluate(CUT_LABELS) == []
+
+            page.get_by_text("Head view (lines)", exact=True).click()
+            page.wait_for_selector('[data-testid="stMain"] .js-plotly-plot .legend')
+            settled(page)
+            page.screenshot(path=str(ARTIFACTS / "explorer_first_screen_head_view.png"))
+            assert page.evaluate(CUT_LABELS) == []
+            assert page.locator('[data-testid="stException"]').count() == 0
+        finally:
+            browser.close()

@@ -2,8 +2,10 @@
 import numpy as np
 import pytest
 
-from app.figures.attention import head_colors, head_view_figure, heatmap_figure, model_view_figure
-from app.figures.tokens import safe
+from app.figures.attention import (LINE_WIDTH, head_colors, head_view_figure, heatmap_figure, line_style,
+                                   model_view_figure)
+from app.figures.style import readable
+from app.figures.tokens import safe, tick_angle
 
 
 def rows_summing_to_one(*shape, seed=0):
@@ -36,6 +38,23 @@ def test_heatmap_of_a_rectangular_map_on_a_fixed_scale():
     assert (fig.data[0].zmin, fig.data[0].zmax) == (0.0, 1.0)
 
 
+def test_column_labels_stay_level_where_they_fit_and_turn_where_not():
+    words = ["A", "man", "is", "on", "a", "ladder", ".", "</s>"]
+    assert heatmap_figure(np.eye(8), words, words).layout.xaxis.tickangle == 0          # a class reads them level
+    long = [f"extraordinarily{i}" for i in range(12)]
+    assert heatmap_figure(np.eye(12), long, long).layout.xaxis.tickangle == -45           # slanted, still apart
+    many = [f"word{i}" for i in range(40)]
+    assert heatmap_figure(np.eye(40), many, many).layout.xaxis.tickangle == -90           # too close to slant
+    assert tick_angle(["standing"] * 12, 540, 13) == -45 and tick_angle(["standing"] * 12, 1200, 13) == 0
+    # presenter mode's larger text needs more room: what fits level on a laptop may turn on a projector
+    seven = ["▁machine", "▁learning", "▁is", "▁not", "▁magic", "▁at", "▁all"]
+    assert heatmap_figure(np.eye(7), seven, seven).layout.xaxis.tickangle == 0
+    assert heatmap_figure(np.eye(7), seven, seven, text_scale=1.5).layout.xaxis.tickangle != 0
+    # room below the plot follows the angle: level labels need less of it
+    level, slanted = heatmap_figure(np.eye(8), words, words), heatmap_figure(np.eye(12), long, long)
+    assert level.layout.margin.b < slanted.layout.margin.b
+
+
 def test_labels_are_escaped_so_plotly_shows_them_literally():
     assert safe("</s>") == "&lt;/s&gt;" and safe("a<b>b") == "a&lt;b&gt;b" and safe("R&D") == "R&amp;D"
 
@@ -61,7 +80,7 @@ def test_model_view_places_every_head_in_its_tile():
 
 
 def _segments(fig):
-    """(head, i, j, opacity) for every line drawn by head_view_figure in the 'columns' layout."""
+    """(head, i, j, opacity, width) for every line drawn by head_view_figure in the 'columns' layout."""
     out = []
     for tr in fig.data:
         if tr.mode != "lines" or tr.meta is None:
@@ -69,17 +88,23 @@ def _segments(fig):
         x, y = np.asarray(tr.x, dtype=float), np.asarray(tr.y, dtype=float)
         for k in range(0, len(x), 3):
             assert x[k] == 0 and x[k + 1] == 1 and np.isnan(x[k + 2])
-            out.append((tr.meta["head"], int(-y[k]), int(-y[k + 1]), tr.opacity))
+            out.append((tr.meta["head"], int(-y[k]), int(-y[k + 1]), tr.opacity, tr.line.width))
     return out
 
 
-def test_head_view_line_opacity_is_the_weight():
+def test_head_view_lines_grow_bolder_with_the_weight():
     attn = rows_summing_to_one(3, 5, 7)
     fig = head_view_figure(TGT, SRC, attn, min_weight=0.0)
     segs = _segments(fig)
-    drawn = {(k, i, j) for k, i, j, _ in segs}
-    for k, i, j, opacity in segs:
-        assert abs(opacity - attn[k, i, j]) <= 0.005 + 1e-9
+    drawn = {(k, i, j) for k, i, j, _, _ in segs}
+    for k, i, j, opacity, width in segs:
+        assert (opacity, width) == line_style(round(float(attn[k, i, j]), 2))
+    # both opacity and width rise with the weight, and a middling weight is not drawn pale (issue 26)
+    ranked = sorted(segs, key=lambda s: attn[s[0], s[1], s[2]])
+    for column in (3, 4):                                      # opacity, width
+        assert [s[column] for s in ranked] == sorted(s[column] for s in ranked)
+    assert ranked[-1][4] > 2 * ranked[0][4]
+    assert line_style(0.25)[0] >= 0.5 and line_style(1.0) == (1.0, LINE_WIDTH[1]) and line_style(0.0)[0] == 0.0
     # every weight that rounds to at least 0.01 is drawn, once
     assert len(segs) == len(drawn) == int((np.round(attn, 2) > 0).sum())
     # one full-colour legend entry per head
@@ -88,16 +113,23 @@ def test_head_view_line_opacity_is_the_weight():
     assert [tr.line.color for tr in legend] == head_colors(3)
 
 
+def test_presenter_mode_draws_the_head_views_lines_wider():
+    fig = head_view_figure(TGT, SRC, rows_summing_to_one(1, 5, 7), min_weight=0.0)
+    big = readable(fig, presenter=True)
+    pairs = [(a.line.width, b.line.width) for a, b in zip(fig.data, big.data) if a.mode == "lines"]
+    assert pairs and all(b == pytest.approx(1.5 * a, abs=0.01) for a, b in pairs)
+
+
 def test_head_view_focus_heads_and_thresholds():
     attn = rows_summing_to_one(4, 5, 7)
     segs = _segments(head_view_figure(TGT, SRC, attn, heads=[1, 3], focus=2, min_weight=0.0))
-    assert segs and {i for _, i, _, _ in segs} == {2} and {k for k, _, _, _ in segs} == {1, 3}
+    assert segs and {i for _, i, _, _, _ in segs} == {2} and {k for k, _, _, _, _ in segs} == {1, 3}
     segs = _segments(head_view_figure(TGT, SRC, attn, min_weight=0.2))
-    assert segs and all(attn[k, i, j] >= 0.2 for k, i, j, _ in segs)
+    assert segs and all(attn[k, i, j] >= 0.2 for k, i, j, _, _ in segs)
     fig = head_view_figure(TGT, SRC, attn, min_weight=0.0, max_lines=10)
     segs = _segments(fig)
     strongest = np.sort(attn.ravel())[-10:]
-    assert len(segs) == 10 and min(attn[k, i, j] for k, i, j, _ in segs) >= strongest[0]
+    assert len(segs) == 10 and min(attn[k, i, j] for k, i, j, _, _ in segs) >= strongest[0]
     assert fig.layout.meta["hidden_lines"] == int((np.round(attn, 2) > 0).sum()) - 10
     # the focused token is highlighted, and both sentences are written out (escaped)
     fig = head_view_figure(TGT, SRC, attn, focus=2)

@@ -123,12 +123,16 @@ def test_words_special_tokens_and_colour_switches(new_app):
     assert figures(at)[0]["data"][0]["zmax"] == 1.0                   # weights compare across heads
     at.toggle(key="stretch").set_value(True).run()
     assert 0 < figures(at)[0]["data"][0]["zmax"] < 1.0                  # the untrained model spreads thin
-    pieces = figures(at)[0]["layout"]["yaxis"]["ticktext"]
-    assert any(t.startswith("▁") for t in pieces) and "&lt;/s&gt;" in pieces
-    at.toggle(key="words").set_value(True).run()
-    assert_healthy(at)
+    # a class sees words first (issue 26); the model's own pieces are one switch away
+    assert at.toggle(key="words").value is True
     words = figures(at)[0]["layout"]["yaxis"]["ticktext"]
-    assert len(words) < len(pieces) and not any(t.startswith("▁") for t in words)
+    assert not any(t.startswith("▁") for t in words) and "&lt;/s&gt;" in words
+    assert any("Whole words" in c.value for c in at.caption)
+    at.toggle(key="words").set_value(False).run()
+    assert_healthy(at)
+    pieces = figures(at)[0]["layout"]["yaxis"]["ticktext"]
+    assert len(words) < len(pieces) and any(t.startswith("▁") for t in pieces)
+    assert any("Subword pieces" in c.value for c in at.caption)
     at.toggle(key="specials").set_value(False).run()
     assert_healthy(at)
     assert "&lt;/s&gt;" not in figures(at)[0]["layout"]["yaxis"]["ticktext"]
@@ -162,7 +166,7 @@ def test_unusual_input_is_shown_without_exception(new_app, text):
     assert_healthy(at)
     assert len(figures(at)) == 1
     at.segmented_control(key="kind").set_value("cross").run()
-    at.toggle(key="words").set_value(True).run()
+    at.toggle(key="words").set_value(False).run()
     assert_healthy(at)
     assert len(figures(at)) == 1
 

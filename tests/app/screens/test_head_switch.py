@@ -46,6 +46,7 @@ def test_switching_heads_on_the_page_builds_no_figure(tmp_path, monkeypatch):
     src, tgt = "A man is on a ladder.", "Ein Mann ist auf einer Leiter."
     at = AppTest.from_file(MAIN, default_timeout=300)
     at.session_state["src"], at.session_state["tgt"] = src, tgt
+    at.session_state["words"] = False                # the model's own pieces: the maps compare with enc_self as is
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     builds = []

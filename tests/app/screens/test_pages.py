@@ -117,9 +117,9 @@ def test_positional_encoding_controls_change_the_figures(no_checkpoints):
 
 def test_scaled_attention_steps_and_collapse(no_checkpoints):
     at = ok(page("scaled_attention"))
-    assert len(at.dataframe) == 3                              # the Q, K and V editors
+    assert len(at.dataframe) == 5                              # the Q, K and V editors; the real head's two tables
     assert at.dataframe[0].value.shape == (2, 2)
-    assert len(at.get("plotly_chart")) == 4                    # scores, scaled, weights, output
+    assert len(at.get("plotly_chart")) == 5                    # scores, scaled, weights, output; the real head
     assert "Query 1 gives its weights" in " ".join(c.value for c in at.caption)
     low = float(at.metric[1].value)
     at.select_slider(key="sdpa_collapse_dk").set_value(1024).run()

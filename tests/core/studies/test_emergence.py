@@ -144,3 +144,18 @@ def test_record_pronouns_matches_the_models_attention(tokenizer):
 def test_paper_probes_only_adds_what_the_dev_lines_lack():
     assert em.paper_probes(["A short one.", pf.FIGURE3_SENTENCE + " "]) == [(None, pf.FIGURE45_SENTENCE, None)]
     assert len(em.paper_probes([])) == 2
+
+
+def test_held_out_hits_choose_on_the_first_half_and_score_the_second():
+    """A head that hits on the first half only is chosen there and scores 0 where it was not chosen."""
+    def item(hit_head):                   # 2 layers x 2 heads; 'he' looks at 'said', one head at 'minister'
+        rows = np.zeros((2, 2, 2, len(PRON)))
+        rows[..., SAID] = 1.0
+        rows[1, hit_head, :, SAID], rows[1, hit_head, :, MINISTER[0]] = 0.0, 1.0
+        return (PRON, rows, 4, 1)
+    got = em.held_out_hits([item(0)] * 3 + [item(1)] * 3)
+    assert (got["hit_held_out_layer"], got["hit_held_out_head"]) == (1, 0)
+    assert got["hit_held_out"] == 0.0 and got["hit_held_out_sentences"] == 3
+    assert got["hit_held_out_chance"] == pytest.approx(1 / 6)
+    assert em.held_out_hits([item(0)] * 6)["hit_held_out"] == 1.0
+    assert em.held_out_hits([item(0)] * 3) == {}

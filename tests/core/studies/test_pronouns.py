@@ -242,5 +242,9 @@ def test_evaluate_pronouns_writes_one_key_of_the_card(tmp_path, tokenizer, capsy
     expected = sum(r["logp_right"] > r["logp_wrong"] for r in detail["items"]) / 8
     assert card["pronouns"]["accuracy"] == pytest.approx(expected)
     assert card["pronouns"]["feminine_items"] == card["pronouns"]["masc_neut_items"] == 4
+    head = card["pronouns"]["anaphora_head"]                    # held out: chosen on one half, scored on the other
+    assert {"layer", "head", "hit_rate_second_half", "chance"} <= set(head)
+    assert 1 <= head["layer"] <= model.cfg.N and 1 <= head["head"] <= model.cfg.h
+    assert 0 <= head["hit_rate_second_half"] <= 1 and 0 < head["chance"] < 1
     assert evaluate_pronouns.main([str(tmp_path / "missing")]) == 1
     assert "no checkpoint folder" in capsys.readouterr().err
