@@ -135,6 +135,11 @@ def evaluation_lines(card: Card) -> list:
                      f"{pct(p.get('accuracy'))} overall, {pct(p.get('feminine'))} with feminine antecedents "
                      f"(ihr-/sie), {pct(p.get('masc_neut'))} with masculine or neuter ones (sein-/er/es); by distance "
                      + ", ".join(f"{k} {pct(v)}" for k, v in (p.get("by_distance") or {}).items()))
+        if a := p.get("anaphora_head"):
+            lines.append(f"- Anaphora head (core/studies/probes/anaphora_en.jsonl; chosen on the first half, scored on "
+                         f"the {a.get('sentences_second_half')} sentences of the second): layer {a.get('layer')} head "
+                         f"{a.get('head')} points from the pronoun to its antecedent in "
+                         f"{pct(a.get('hit_rate_second_half'))} of them (chance {pct(a.get('chance'))})")
     if (card.alignment or {}).get("selected"):
         lines += alignment_lines(card.alignment)
     if card.syntax:

@@ -42,6 +42,17 @@ def test_each_prose_field_opens_its_own_section():
     assert card_markdown(card.to_dict(), {"N": 2, "h": 4}) == md             # a card.json dict reads as a Card
 
 
+def test_the_pronoun_lines_name_the_held_out_anaphora_head():
+    card = Card(name="c", pronouns={"items": 8, "accuracy": 0.5, "feminine": 0.25, "masc_neut": 0.75,
+                                    "anaphora_head": {"layer": 6, "head": 5, "hit_rate_second_half": 0.261,
+                                                      "chance": 0.105, "sentences_second_half": 23}})
+    evaluation = section(card_markdown(card), "Evaluation")
+    assert "50.0% overall, 25.0% with feminine antecedents" in evaluation
+    assert "scored on the 23 sentences of the second): layer 6 head 5" in evaluation
+    assert "in 26.1% of them (chance 10.5%)" in evaluation
+    assert "Anaphora head" not in card_markdown(Card(name="c", pronouns={"items": 8, "accuracy": 0.5}))
+
+
 def test_an_old_card_with_one_notes_paragraph_still_renders():
     md = card_markdown({"name": "old", "notes": "everything in one paragraph", "training": {"steps": 5}})
     assert headings(md) == ["Model", "Training procedure", "How to reproduce"]
