@@ -30,7 +30,7 @@ def shared_eval(*parts: str) -> Path:
 
 
 def portable(path) -> str:
-    """A path as a card records it: inside the project or beside it (../shared), relative to the project folder
+    """A path as a card records it: inside the project or in the shared folder beside it, relative to the project folder
     ("data/wmt-en-de", "../shared/data/wmt-en-de"), so that no shipped card names this machine's folders;
     anywhere else, absolute (it is still right on the machine that wrote it)."""
     path = Path(path)
@@ -39,7 +39,8 @@ def portable(path) -> str:
     resolved = path.resolve()
     if resolved.is_relative_to(REPO):
         return resolved.relative_to(REPO).as_posix()
-    if resolved.is_relative_to(REPO.parent):
+    shared = shared_dir().resolve()
+    if resolved.is_relative_to(shared) and shared.is_relative_to(REPO.parent):    # ../shared, not any neighbour
         return "../" + resolved.relative_to(REPO.parent).as_posix()
     return resolved.as_posix()
 

@@ -81,7 +81,7 @@ def test_screenshots_of_every_page(shipped_url):
 
                 page.goto(shipped_url)
                 settle(page)
-                page.get_by_text("Head view (lines, as in the paper)", exact=True).click()
+                page.get_by_text("Head view (lines)", exact=True).click()
                 settle(page)
                 shoot(page, folder, "explorer_head_view")
                 page.get_by_text("Presenter mode", exact=True).click()

@@ -1,0 +1,18 @@
+"""core/paths.py: how cards record paths (portable) and read them back (from_portable)."""
+from core import paths
+from core.paths import REPO, from_portable, portable
+
+
+def test_paths_in_the_project_or_the_shared_folder_are_relative_and_others_absolute(tmp_path, monkeypatch):
+    monkeypatch.delenv("ATTN_EXPLORER_SHARED", raising=False)
+    assert portable(REPO / "data" / "wmt-en-de") == "data/wmt-en-de"
+    assert portable(REPO.parent / "shared" / "data" / "x") == "../shared/data/x"
+    # a neighbour of the project that is not the shared folder (a pytest folder beside a clone in /tmp) stays
+    # absolute: "../pytest-of-root/..." would point elsewhere from any other clone
+    assert portable(REPO.parent / "elsewhere" / "x") == str((REPO.parent / "elsewhere" / "x").resolve())
+    assert portable(tmp_path / "x") == str((tmp_path / "x").resolve())
+    assert portable("data/x") == "data/x"
+    assert from_portable("data/x") == REPO / "data" / "x"
+    moved = tmp_path / "my-shared"
+    monkeypatch.setenv("ATTN_EXPLORER_SHARED", str(moved))
+    assert paths.shared_dir() == moved and portable(moved / "data") == str((moved / "data").resolve())
