@@ -53,17 +53,19 @@ def attention_blocks(model) -> dict:
 class Capture:
     """Forward hooks that keep the LAST call of every attention block, for the thread that made them only.
 
-    Per (kind, layer): "x" the block's input (the residual stream, (B, Tq, d_model)), "value" the attention's
-    value input (B, Tk, d_model), "probs" (B, h, Tq, Tk), "attn_out" the attention's output after W^O
-    (B, Tq, d_model), "y" the block's output (B, Tq, d_model).
+    Per (kind, layer): "x" the block's input (the residual stream, (B, Tq, d_model)), "query", "key" and "value"
+    the attention's inputs (B, Tq or Tk, d_model), "mask" its mask (bool, broadcastable to (B, h, Tq, Tk); None
+    when it had none), "probs" (B, h, Tq, Tk), "attn_out" the attention's output after W^O (B, Tq, d_model), "y"
+    the block's output (B, Tq, d_model). Only passes that computed attention probabilities count (attend's own
+    pass does; a translation search before it does not).
     """
 
     def __init__(self, model):
         self.model, self.owner, self.seen, self.handles = model, threading.get_ident(), {}, []
 
-    def _keep(self, key: tuple, **tensors):
+    def _keep(self, block: tuple, /, **tensors):
         if threading.get_ident() == self.owner:          # another session's pass on the shared model: not ours
-            self.seen.setdefault(key, {}).update({k: v.detach() for k, v in tensors.items()})
+            self.seen.setdefault(block, {}).update({k: None if v is None else v.detach() for k, v in tensors.items()})
 
     def __enter__(self):
         for kind, layers in attention_blocks(self.model).items():
@@ -76,10 +78,11 @@ class Capture:
         return self
 
     def _attention(self, key, args, kwargs, out):
-        value = args[2] if len(args) > 2 else kwargs["value"]
+        names = ("query", "key", "value", "mask")                         # MultiHeadAttention.forward's order
+        inputs = {n: args[i] if len(args) > i else kwargs.get(n) for i, n in enumerate(names)}
         probs = out[1][0] if isinstance(out[1], tuple) else out[1]        # need_vectors gives (probs, q, k)
         if probs is not None:
-            self._keep(key, value=value, probs=probs, attn_out=out[0])
+            self._keep(key, **inputs, probs=probs, attn_out=out[0])
 
     def __exit__(self, *exc):
         for h in self.handles:

@@ -1,7 +1,7 @@
 """Attention, step by step, on a real head (paper, section 3.2.1): one sentence's queries, keys and values.
 
-`capture` runs the model once on a sentence with a forward pre-hook on one attention module, keeps what goes
-into it (the layer's input: queries from it, keys and values from it or from the encoder output) and recomputes
+`capture` runs the model once on a sentence under core.studies.contributions.Capture, takes what went into one
+attention module (the layer's input: queries from it, keys and values from it or from the encoder output) and recomputes
 each head's q = x W_i^Q, k = x W_i^K, v = x W_i^V from the weights, in float64. From these, HeadSteps gives every
 intermediate of softmax(q k^T / sqrt(d_k)) v for one head. The model is not changed: the hook is removed after
 the pass and only records calls made from the calling thread, so sessions sharing one model do not mix.
@@ -9,12 +9,12 @@ the pass and only records calls made from the calling thread, so sessions sharin
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from core.studies.contributions import Capture
 from core.translator import AttendResult, TranslationModel
 from core.views import check_kind
 
@@ -79,25 +79,15 @@ def capture(model: TranslationModel, src: str, tgt: str | None = None, kind: str
     modules = model.model.attention_modules()[check_kind(kind)]
     if not 0 <= layer < len(modules):
         raise ValueError(f"This model has no {kind} layer {layer + 1}: it has {len(modules)} (counted from 1).")
-    module, me, seen = modules[layer], threading.get_ident(), {}
-
-    def keep(_module, args, kwargs):
-        # query, key, value and the mask, positional in core's layers; the last call is attend's own pass
-        # (a translation search calls the module before it)
-        if threading.get_ident() == me:
-            seen["qkv"] = [t.detach() for t in args[:3]]
-            seen["mask"] = args[3] if len(args) > 3 else kwargs.get("mask")
-
-    handle = module.register_forward_pre_hook(keep, with_kwargs=True)
-    try:
+    module = modules[layer]
+    with Capture(model.model) as cap:                 # the inputs of attend's own pass, for this thread only
         result = model.attend(src, tgt=tgt, beam=beam)
-    finally:
-        handle.remove()
-    query, key, value = (x[0] for x in seen["qkv"])                     # batch of 1: (T, d_model) each
+    seen = cap.seen[(kind, layer)]
+    query, key, value = (seen[n][0] for n in ("query", "key", "value"))   # batch of 1: (T, d_model) each
     h = module.h
     view = result.view(kind)
     R, C = len(view.rows), len(view.cols)
-    mask = seen["mask"]
+    mask = seen.get("mask")
     mask = (np.ones((R, C), bool) if mask is None
             else np.broadcast_to(mask[0, 0].cpu().numpy(), (R, C)).copy())   # (R, C)
     steps = HeadSteps(kind, layer, view.rows, view.cols, _per_head(query, module.w_q, h),
