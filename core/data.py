@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import sentencepiece as spm
 import torch
 
 
@@ -21,14 +22,20 @@ def read_parallel(folder, split: str, src_lang: str = "en", tgt_lang: str = "de"
     return src, tgt
 
 
-def encode_pairs(tokenizer, src_lines, tgt_lines, eos_id: int, max_tokens: int | None = None):
+def encode_pairs(tokenizer, src_lines, tgt_lines, eos_id: int, max_tokens: int | None = None,
+                 subword_dropout: float = 0.0, seed: int | None = None):
     """Tokenise pairs: source ids + </s>, target ids (the trainer adds <s> and </s>).
 
     Pairs with a side longer than max_tokens are left out; returns (pairs, number left out).
+    subword_dropout > 0 cuts both sides with BPE-dropout (Tokenizer.encode_many), seeded by `seed`.
     """
+    if subword_dropout > 0 and seed is not None:
+        spm.set_random_generator_seed(seed)
+    src_ids = tokenizer.encode_many(list(src_lines), "src", subword_dropout)
+    tgt_ids = tokenizer.encode_many(list(tgt_lines), "tgt", subword_dropout)
     pairs, skipped = [], 0
-    for s, t in zip(src_lines, tgt_lines):
-        s_ids, t_ids = tokenizer.encode(s, "src") + [eos_id], tokenizer.encode(t, "tgt")
+    for s_ids, t_ids in zip(src_ids, tgt_ids):
+        s_ids = s_ids + [eos_id]
         if max_tokens and (len(s_ids) > max_tokens or len(t_ids) + 1 > max_tokens):
             skipped += 1
             continue

@@ -72,6 +72,21 @@ class Tokenizer:
         unk = self.vocab.get("<unk>", 1)
         return [self.vocab.get(p, unk) for p in proc.encode(text, out_type=str)]
 
+    def encode_many(self, lines: list[str], side: str = "src", dropout: float = 0.0) -> list[list[int]]:
+        """Many lines -> ids, in one thread (so a seeded BPE-dropout segmentation repeats exactly).
+
+        dropout > 0 is BPE-dropout (Provilkov et al. 2020): each merge is skipped with that probability,
+        so the same sentence is cut into other, smaller pieces each time. Seed it with
+        sentencepiece.set_random_generator_seed.
+        """
+        proc = self._proc(side)
+        sample = dict(enable_sampling=True, alpha=dropout) if dropout > 0 else {}
+        if self.vocab is None:
+            return proc.encode(lines, out_type=int, num_threads=1, **sample)
+        unk = self.vocab.get("<unk>", 1)
+        return [[self.vocab.get(p, unk) for p in line]
+                for line in proc.encode(lines, out_type=str, num_threads=1, **sample)]
+
     def pieces(self, ids, side: str = "src") -> list[str]:
         """Ids -> the pieces as shown to users."""
         if self.vocab is None:

@@ -27,7 +27,7 @@ from core.training.state import load_state, read_info
 from core.checkpoint import write_json
 from core.training.precision import autocast, pick_precision
 from core.training.probes import Probes
-from core.training.run import JsonlLog, StopSignal, finished, hardware, overrides, progress, training_pairs
+from core.training.run import EpochPairs, JsonlLog, StopSignal, finished, hardware, overrides, progress
 from core.training.saving import export, save_all, warm_start
 from core.training.validation import Validation, validate
 from scripts import cli
@@ -54,6 +54,9 @@ def parse_args(argv=None):
     p.add_argument("--patience", type=int, default=0,
                    help="stop when dev BLEU has not improved for this many validations (0: never)")
     p.add_argument("--max-len", type=int, default=128, help="leave out training pairs longer than this in tokens")
+    p.add_argument("--subword-dropout", type=float, default=0.0, metavar="P",
+                   help="BPE-dropout (Provilkov et al. 2020): skip each merge with probability P, a new "
+                        "segmentation of the training pairs every epoch (0.1 in the paper; 0: off)")
     p.add_argument("--save-every-min", type=float, default=10.0)
     p.add_argument("--save-every-steps", type=int, default=0)
     p.add_argument("--keep", type=int, default=5, help="weight saves kept for averaging")
@@ -103,12 +106,9 @@ def main(argv=None):
 
     tokenizer = Tokenizer.from_folder(args.data)
     cfg = preset(args.preset, vocab_size=len(tokenizer), **overrides(args.config, args.set))
-    pairs, skipped, lengths = training_pairs(args.data, tokenizer, cfg, args.max_len)
-    valid = Validation(args, tokenizer, cfg, device) if (args.valid_every and main_proc) else None
-    if main_proc:
-        print(f"{len(pairs)} training pairs ({skipped} longer than {args.max_len} tokens left out); "
-              f"{sum(t for _, t in lengths)} target tokens an epoch; {world} process(es) on {device}", flush=True)
+    epoch_pairs = EpochPairs(args.data, tokenizer, cfg, args.max_len, args.subword_dropout, args.seed)
 
+    valid = Validation(args, tokenizer, cfg, device) if (args.valid_every and main_proc) else None
     model = Transformer(cfg)
     info = {"step": 0, "epoch": 0, "pos": 0, "elapsed_s": 0.0, "tokens": 0, "best_bleu": None}
     state_path = run / "state.safetensors"
@@ -148,6 +148,11 @@ def main(argv=None):
                                          "precision": args.precision_used,
                                          "device": hardware(device), "parameters": n_params})
 
+    pairs, skipped, lengths = epoch_pairs(info["epoch"])
+    if main_proc:
+        cut = f", BPE-dropout {args.subword_dropout}" if args.subword_dropout > 0 else ""
+        print(f"{len(pairs)} training pairs ({skipped} longer than {args.max_len} tokens left out{cut}); "
+              f"{sum(t for _, t in lengths)} target tokens an epoch; {world} process(es) on {device}", flush=True)
     n_micro = world * args.accum
     epoch_batches = token_batches(lengths, args.max_tokens, seed=args.seed + info["epoch"])
     info["epoch_batches"] = len(epoch_batches)   # for the card's fractional epoch count
@@ -159,6 +164,7 @@ def main(argv=None):
     while not finished(args, info, len(epoch_batches), time.time() - t_start, world, stop.requested):
         if info["pos"] + n_micro > len(epoch_batches):        # the rest does not fill an update: next epoch
             info["epoch"], info["pos"] = info["epoch"] + 1, 0
+            pairs, skipped, lengths = epoch_pairs(info["epoch"])
             epoch_batches = token_batches(lengths, args.max_tokens, seed=args.seed + info["epoch"])
             info["epoch_batches"] = len(epoch_batches)
             continue

@@ -36,11 +36,31 @@ def read_run(run: Path) -> tuple[dict, TransformerConfig]:
     return meta, TransformerConfig.from_dict(meta["config"])
 
 
-def training_pairs(data, tokenizer, cfg, max_len: int):
-    """(pairs, how many were too long, (source, target) lengths with the end-of-sentence) of DATA's train split."""
+def training_pairs(data, tokenizer, cfg, max_len: int, subword_dropout: float = 0.0, seed: int | None = None):
+    """(pairs, how many were too long, (source, target) lengths with the end-of-sentence) of DATA's train split.
+
+    With subword_dropout (BPE-dropout) each call with another seed gives another segmentation: train.py
+    seeds it with the epoch, so a resumed run sees the same pieces it would have seen.
+    """
     src, tgt = read_parallel(data, "train")
-    pairs, skipped = encode_pairs(tokenizer, src, tgt, cfg.eos_id, min(max_len, cfg.max_len - 1))
+    pairs, skipped = encode_pairs(tokenizer, src, tgt, cfg.eos_id, min(max_len, cfg.max_len - 1),
+                                  subword_dropout, seed)
     return pairs, skipped, [(len(s), len(t) + 1) for s, t in pairs]
+
+
+class EpochPairs:
+    """The training pairs of each epoch: cut once, or with BPE-dropout afresh each epoch, seeded by
+    (seed, epoch) so that a resumed run sees the pieces it would have seen."""
+
+    def __init__(self, data, tokenizer, cfg, max_len: int, subword_dropout: float = 0.0, seed: int = 1):
+        self.args = (data, tokenizer, cfg, max_len)
+        self.subword_dropout, self.seed, self.cached = subword_dropout, seed, None
+
+    def __call__(self, epoch: int):
+        """(pairs, how many were too long, lengths) of that epoch (training_pairs)."""
+        if self.cached is None or self.subword_dropout > 0:
+            self.cached = training_pairs(*self.args, self.subword_dropout, seed=self.seed * 100_003 + epoch)
+        return self.cached
 
 
 def hardware(device) -> str:

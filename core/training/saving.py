@@ -14,6 +14,10 @@ from .run import epochs_done, hardware, stop_reason
 from .state import save_state
 
 
+# Options that act only while training: a warm start may change them (the weights mean the same).
+TRAINING_ONLY = ("dropout", "label_smoothing")
+
+
 def warm_start(folder, model, run: Path, rewarm: int) -> dict:
     """Load a shipped checkpoint's weights into `model` and return the info dict of a run that continues it.
 
@@ -23,8 +27,9 @@ def warm_start(folder, model, run: Path, rewarm: int) -> dict:
     """
     folder = Path(folder)
     src = load_model(folder)
-    if src.cfg != model.cfg:
-        diff = {k: (v, getattr(model.cfg, k)) for k, v in vars(src.cfg).items() if getattr(model.cfg, k) != v}
+    diff = {k: (v, getattr(model.cfg, k)) for k, v in vars(src.cfg).items()
+            if getattr(model.cfg, k) != v and k not in TRAINING_ONLY}
+    if diff:
         raise SystemExit(f"--init-from {folder}: its config differs from this run's (checkpoint, run): {diff}; "
                          "use the same --preset and --set options")
     model.load_state_dict(src.state_dict())
@@ -84,6 +89,7 @@ def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: in
                      "cooldown": _cooldown(args),
                      "precision": getattr(args, "precision_used", None), "warm_start": info.get("init"),
                      "overrides": list(args.set or []),
+                     "subword_dropout": getattr(args, "subword_dropout", 0.0),
                      "averaged_saves": [p.name for p in saves]}
     card.dev_last, card.dev_best_bleu = info.get("last_valid"), info.get("best_bleu")
     card.dev_best_bleu_step = info.get("best_bleu_step")
