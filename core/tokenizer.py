@@ -50,13 +50,14 @@ class Tokenizer:
         raise FileNotFoundError(f"no SentencePiece model (spm.model, or source.spm + target.spm) in {folder}")
 
     def save(self, folder) -> None:
+        from core.checkpoint.atomic import atomic_write     # here: core.checkpoint imports this module
         folder = Path(folder)
         if self.vocab is None:
-            (folder / "spm.model").write_bytes(self.src.serialized_model_proto())
+            atomic_write(folder / "spm.model", self.src.serialized_model_proto())
         else:
-            (folder / "source.spm").write_bytes(self.src.serialized_model_proto())
-            (folder / "target.spm").write_bytes(self.tgt.serialized_model_proto())
-            (folder / "vocab.json").write_text(json.dumps(self.vocab, ensure_ascii=False), encoding="utf-8")
+            atomic_write(folder / "source.spm", self.src.serialized_model_proto())
+            atomic_write(folder / "target.spm", self.tgt.serialized_model_proto())
+            atomic_write(folder / "vocab.json", json.dumps(self.vocab, ensure_ascii=False))
 
     def __len__(self) -> int:
         return len(self.vocab) if self.vocab else self.src.get_piece_size()
