@@ -6,14 +6,14 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from app.figures.tokens import safe
+from app.figures.tokens import safe, tick_angle
 
 SOURCE, PREFIX = "#2e86c1", "#e67e22"
 FAITH_COLUMNS = {"method": "method", "what": "what it ranks by", "words": "words", "mean_drop": "mean drop (nats)",
                  "stderr": "± s.e.", "median_drop": "median drop", "flipped": "P > 1/2 lost"}
 
 
-def source_share_figure(words: list[str], share: np.ndarray, title: str = "") -> go.Figure:
+def source_share_figure(words: list[str], share: np.ndarray, title: str = "", width: float = 1100) -> go.Figure:
     """One stacked bar per generated word: the share of its prediction from the source and from the prefix (ALTI+)."""
     share = np.clip(np.asarray(share, dtype=float), 0.0, 1.0)
     labels = [f"{safe(w)} ({i + 1})" for i, w in enumerate(words)]    # a word written twice keeps two bars
@@ -24,7 +24,7 @@ def source_share_figure(words: list[str], share: np.ndarray, title: str = "") ->
                hovertemplate="%{x}: %{y:.0%} from the words written before<extra></extra>")])
     fig.update_layout(barmode="stack", title=dict(text=safe(title), x=0.0), height=380,
                       yaxis=dict(title="share of the prediction", tickformat=".0%", range=[0, 1]),
-                      xaxis=dict(tickangle=-60 if len(words) > 12 else 0), plot_bgcolor="white",
+                      xaxis=dict(tickangle=tick_angle(labels, width - 70, 12)), plot_bgcolor="white",
                       legend=dict(orientation="h", y=1.12, x=0), margin=dict(l=60, r=10, t=80, b=80))
     return fig
 

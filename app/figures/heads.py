@@ -10,7 +10,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app.figures.tokens import token_axes, token_heatmap
+from app.figures.tokens import label_font, tick_angle, tick_labels, token_axes, token_heatmap
+
+PAGE_WIDTH = 1100     # px a wide-layout page gives a figure on a 1280 px screen (the side-by-side maps share it)
 
 
 def one_based(table: pd.DataFrame) -> pd.DataFrame:
@@ -33,11 +35,13 @@ def head_grid(grid: np.ndarray, title: str, label: str, zmin=None, zmax=None,
     return fig
 
 
-def _token_axes(fig, rows, cols, n_panels):
+def _token_axes(fig, rows, cols, n_panels, width: float = PAGE_WIDTH):
+    # column labels level where they fit a panel (about an n-th of the page), slanted or upright where not
+    angle = tick_angle(tick_labels(cols), (width - 120) / n_panels, label_font(len(cols)))
     for k in range(1, n_panels + 1):
-        token_axes(fig, rows, cols, x=dict(tickangle=-60), y=dict(showticklabels=k == 1), row=1, col=k)
+        token_axes(fig, rows, cols, x=dict(tickangle=angle), y=dict(showticklabels=k == 1), row=1, col=k)
     size = max(len(rows), 6)
-    fig.update_layout(height=min(300 + 18 * size, 1200), margin=dict(l=80, r=10, t=80, b=80))
+    fig.update_layout(height=min(300 + 18 * size, 1200), margin=dict(l=80, r=10, t=80, b=40 if angle == 0 else 80))
 
 
 def _map(z, rows, cols, zmax, **options) -> go.Heatmap:

@@ -75,3 +75,15 @@ def test_alignment_links_sit_on_the_cells_of_the_map():
     assert marks["wrong: not in the gold"] == [(COL_KEYS[3], ROW_KEYS[4])]
     assert marks["gold: sure"] == [(COL_KEYS[1], ROW_KEYS[0]), (COL_KEYS[2], ROW_KEYS[2])]
     assert fig.data[0].hovertemplate.startswith("%{customdata}")
+
+
+def test_side_by_side_maps_and_share_bars_keep_short_labels_level():
+    from app.figures.contributions import source_share_figure
+    short = ["▁a", "▁b", "▁c", "</s>"]
+    many = [f"▁word{i}" for i in range(40)]
+    assert maps_side_by_side(maps(), maps(1), ROWS, short, ("x", "y")).layout.xaxis.tickangle == 0
+    wide = np.full((len(ROWS), len(many)), 1 / len(many), dtype=np.float32)
+    crowded = comparison_maps(wide, wide, ROWS, many, ("A", "B"))         # three panels of 40 columns
+    assert crowded.layout.xaxis.tickangle == crowded.layout.xaxis3.tickangle == -90
+    assert source_share_figure(["Die", "Stadt"], np.array([0.6, 0.7])).layout.xaxis.tickangle == 0
+    assert source_share_figure(many, np.full(40, 0.5), width=600).layout.xaxis.tickangle != 0
