@@ -12,10 +12,12 @@ LAYER_ONLY = ("Contributions are measured for a whole layer (all heads and the r
               "so every head shows the same map.")
 
 
-def show_control(key: str) -> str:
-    """"Show: attention weights | weighted by value size | contributions"; returns "attention", "norm" or "alti"."""
+def show_control(key: str, persist_state: str | None = None) -> str:
+    """"Show: attention weights | weighted by value size | contributions"; returns "attention", "norm" or "alti".
+    persist_state: Streamlit's, how long the choice outlives the control not being drawn."""
     st.session_state.setdefault(key, "attention")
     return st.segmented_control("Show", list(WEIGHTS), key=key, format_func=WEIGHTS.get, required=True,
+                                persist_state=persist_state,
                                 help=" ".join(f"{WEIGHTS[w].capitalize()}: {EXPLAIN[w]}" for w in WEIGHTS))
 
 

@@ -1,7 +1,8 @@
 """What heads do: find heads by their behaviour, their entropy, which follow syntax (against gold dependency
 parses), attention rollout, switching heads off, and two checkpoints compared. The math is in core.studies
 (analysis, syntax, ablation and compare); the figures in app.figures.heads and app.figures.syntax; one function
-per tab below. Layers and heads are shown from 1; core counts from 0.
+per tab below, except the Syntax and Beyond attention tabs: app/heads_tabs/syntax.py and beyond_attention.py.
+Only the open tab runs (lazy tabs, at the bottom). Layers and heads are shown from 1; core counts from 0.
 """
 import pandas as pd
 import streamlit as st
@@ -10,19 +11,14 @@ from app import cache
 from app.checkpoints import UNTRAINED, checkpoint_key, checkpoint_names
 from app.demo import default_sentence, domain
 from app.display import show_figure
-from app import weights as show_weights
 from app.figures import heads as figs
-from app.figures.attention import heatmap_figure
-from app.figures.contributions import faithfulness_figure, faithfulness_frame, source_share_figure
-from app.figures.syntax import arcs_figure, relation_label, syntax_grid
+from app.heads_tabs.beyond_attention import contributions_tab
+from app.heads_tabs.common import KEEP, head_name, layer_name
+from app.heads_tabs.syntax import syntax_tab
 from app.text import md_escape
 from core import CheckpointError
-from core.paths import shared_eval
 from core.studies import ablation, analysis
-from core.studies import contributions as contrib_study
-from core.studies import faithfulness as fa
-from core.studies import syntax as sx
-from core.views import DECODER_ROWS, KINDS, SHORT, attention_view
+from core.views import DECODER_ROWS, KINDS, SHORT
 
 NEWS_SENTENCE = "The Commission presented its report yesterday, but the Council rejected it."   # has a pronoun
 SCORED = ["enc_self", "dec_self"]            # the kinds core.studies.analysis.head_scores scores
@@ -55,15 +51,6 @@ def csv_button(df: pd.DataFrame, label: str, file: str, key: str) -> None:
                        mime="text/csv", key=key)
 
 
-def layer_name(layer: int) -> str:
-    return f"layer {layer + 1}"
-
-
-def head_name(head: int) -> str:
-    """A head from 1, or -1: the mean of the layer's heads."""
-    return "mean of all heads" if head < 0 else f"head {head + 1}"
-
-
 def head_label(h) -> str:
     kind, layer, head = h
     return f"{SHORT[kind]}, layer {layer + 1}, head {head + 1}"
@@ -73,10 +60,10 @@ def head_finder(name: str, table: pd.DataFrame) -> None:
     """Tab: one score of every head as a layers × heads grid, and the heads ranked by it."""
     n = table.attrs.get("sentences", {})
     c1, c2 = st.columns(2)
-    kind = c1.selectbox("Attention", SCORED, format_func=KINDS.get, key="heads_kind")
+    kind = c1.selectbox("Attention", SCORED, format_func=KINDS.get, key="heads_kind", persist_state=KEEP)
     scores = [s for s in analysis.SCORES if table.loc[table.attention == kind, s].notna().any()]
     score = c2.selectbox("Score", scores, format_func=lambda s: f"{COLUMNS[s]}: {analysis.SCORES[s]}",
-                         key="heads_score")
+                         key="heads_score", persist_state=KEEP)
     grid = analysis.score_grid(table, score, kind)
     # colours from 0 to the largest score of the grid: shares rarely come near 1, and on a fixed 0-1
     # scale a grid whose best head scores 0.3 would be all one dark colour
@@ -100,8 +87,8 @@ def head_finder(name: str, table: pd.DataFrame) -> None:
 def entropy_tab(table: pd.DataFrame) -> None:
     """Tab: every head's entropy, in bits or normalised."""
     c1, c2 = st.columns(2)
-    kind = c1.selectbox("Attention", SCORED, format_func=KINDS.get, key="heads_ent_kind")
-    norm = c2.radio("Entropy", ["entropy", "entropy_norm"], horizontal=True, key="heads_ent_norm",
+    kind = c1.selectbox("Attention", SCORED, format_func=KINDS.get, key="heads_ent_kind", persist_state=KEEP)
+    norm = c2.radio("Entropy", ["entropy", "entropy_norm"], horizontal=True, key="heads_ent_norm", persist_state=KEEP,
                     format_func=lambda s: "in bits" if s == "entropy" else "normalised (0 to 1)")
     show_figure(figs.head_grid(analysis.score_grid(table, norm, kind), f"{KINDS[kind]}: entropy",
                                "bits" if norm == "entropy" else "of maximum",
@@ -114,7 +101,7 @@ def entropy_tab(table: pd.DataFrame) -> None:
 
 def rollout_tab(ckpt, cfg, default: str) -> None:
     """Tab: attention rollout through the encoder beside one layer's raw attention."""
-    sentence = st.text_input("Sentence", default, key="heads_roll_src")
+    sentence = st.text_input("Sentence", default, key="heads_roll_src", persist_state=KEEP)
     try:
         res = cache.attend(ckpt, sentence)
     except ValueError as e:
@@ -122,10 +109,10 @@ def rollout_tab(ckpt, cfg, default: str) -> None:
         return
     c1, c2 = st.columns(2)
     layer = c1.selectbox("Up to layer", range(cfg.N), index=cfg.N - 1, format_func=layer_name,
-                         key="heads_roll_layer")
+                         key="heads_roll_layer", persist_state=KEEP)
     head = c2.selectbox("Raw attention of that layer", [-1, *range(cfg.h)], format_func=head_name,
-                        key="heads_roll_head")
-    words = st.checkbox("Whole words (merge each word's pieces)", key="heads_roll_words")
+                        key="heads_roll_head", persist_state=KEEP)
+    words = st.checkbox("Whole words (merge each word's pieces)", key="heads_roll_words", persist_state=KEEP)
     (roll, raw), labels = analysis.rollout_maps(res, layer, None if head < 0 else head, words)
     show_figure(figs.maps_side_by_side(roll, raw, labels, labels,
                                        (f"rollout through layers 1–{layer + 1}", f"raw attention, layer {layer + 1}"),
@@ -142,8 +129,8 @@ def ablation_tab(ckpt, model, default: str) -> None:
                                                              ("cross", cfg.N_dec))
                   for layer in range(n_layers) for head in range(cfg.h)]
     chosen = st.multiselect("Heads to switch off", everything, format_func=head_label, key="heads_off",
-                            placeholder=f"Pick heads, e.g. {head_label(everything[0])}")
-    sentence = st.text_input("Sentence", default, key="heads_abl_src")
+                            persist_state=KEEP, placeholder=f"Pick heads, e.g. {head_label(everything[0])}")
+    sentence = st.text_input("Sentence", default, key="heads_abl_src", persist_state=KEEP)
     try:
         normal, without = (cache.translations_without(ckpt, (sentence,), tuple(hs))[0] for hs in ((), chosen))
     except ValueError as e:
@@ -154,7 +141,7 @@ def ablation_tab(ckpt, model, default: str) -> None:
         c1.text(normal)
         c2.markdown(f"**Without {len(chosen)} head{'s' * (len(chosen) != 1)}**")
         c2.text(without if chosen else "(pick heads above to switch them off)")
-    n_dev = int(st.number_input("Sentences for BLEU", 4, 200, 30, step=2, key="heads_dev_n",
+    n_dev = int(st.number_input("Sentences for BLEU", 4, 200, 30, step=2, key="heads_dev_n", persist_state=KEEP,
                                 help="More sentences: a more reliable BLEU, and a slower measurement."))
     sources, references, origin = cache.dev_slice(ckpt, n_dev)
     st.caption(f"BLEU is measured with greedy decoding on {origin}. On a few dozen sentences, "
@@ -171,9 +158,9 @@ def ablation_tab(ckpt, model, default: str) -> None:
 
     st.subheader("Sweep: switch off each head of one layer in turn")
     c1, c2 = st.columns(2)
-    kind = c1.selectbox("Attention", list(KINDS), format_func=KINDS.get, key="heads_sweep_kind")
+    kind = c1.selectbox("Attention", list(KINDS), format_func=KINDS.get, key="heads_sweep_kind", persist_state=KEEP)
     layer = c2.selectbox("Layer", range(cfg.N if kind == "enc_self" else cfg.N_dec), format_func=layer_name,
-                         key="heads_sweep_layer")
+                         key="heads_sweep_layer", persist_state=KEEP)
     skey = (ckpt, kind, layer, n_dev)
     if st.button(f"Sweep the {cfg.h} heads", key="heads_sweep_go"):
         bar = st.progress(0.0, text="Starting…")
@@ -195,14 +182,14 @@ def compare_tab(ckpt, default: str) -> None:
     names = checkpoint_names()
     c1, c2 = st.columns(2)
     a_name = c1.selectbox("Checkpoint A", names, index=names.index(ckpt.name) if ckpt.name in names else 0,
-                          key="heads_cmp_a")
-    b_name = c2.selectbox("Checkpoint B", names, index=min(1, len(names) - 1), key="heads_cmp_b")
+                          key="heads_cmp_a", persist_state=KEEP)
+    b_name = c2.selectbox("Checkpoint B", names, index=min(1, len(names) - 1), key="heads_cmp_b", persist_state=KEEP)
     if len(names) < 2:
         st.info("Only one model is available, so it is compared with itself. "
                 "Put another checkpoint into the checkpoints folder to compare two.")
     elif a_name == b_name:
         st.info("A and B are the same checkpoint: pick another one as B to see differences.")
-    sentence = st.text_input("Sentence", default, key="heads_cmp_src")
+    sentence = st.text_input("Sentence", default, key="heads_cmp_src", persist_state=KEEP)
     try:
         cmp = cache.comparison(*(ckpt if n == ckpt.name else checkpoint_key(n) for n in (a_name, b_name)), sentence)
     except CheckpointError as e:
@@ -214,12 +201,12 @@ def compare_tab(ckpt, default: str) -> None:
     for note in cmp.notes:
         st.info(note)
     c1, c2, c3 = st.columns(3)
-    kind = c1.selectbox("Attention", list(cmp.maps), format_func=KINDS.get, key="heads_cmp_kind")
+    kind = c1.selectbox("Attention", list(cmp.maps), format_func=KINDS.get, key="heads_cmp_kind", persist_state=KEEP)
     n_layers, h = cmp.maps[kind][0].shape[:2]
-    layer = c2.selectbox("Layer", range(n_layers), format_func=layer_name, key="heads_cmp_layer")
-    head = c3.selectbox("Head", [-1, *range(h)], format_func=head_name, key="heads_cmp_head")
+    layer = c2.selectbox("Layer", range(n_layers), format_func=layer_name, key="heads_cmp_layer", persist_state=KEEP)
+    head = c3.selectbox("Head", [-1, *range(h)], format_func=head_name, key="heads_cmp_head", persist_state=KEEP)
     words = cmp.level[kind] == "pieces" and st.checkbox("Whole words (merge each word's pieces)",
-                                                        key="heads_cmp_words")
+                                                        key="heads_cmp_words", persist_state=KEEP)
     (a_map, b_map), rows, cols = analysis.compared_maps(cmp, kind, layer, None if head < 0 else head, words)
     show_figure(figs.comparison_maps(a_map, b_map, rows, cols, (f"A: {a_name}", f"B: {b_name}"),
                                      f"{KINDS[kind]}, layer {layer + 1}"),
@@ -234,222 +221,6 @@ def compare_tab(ckpt, default: str) -> None:
                + ", ".join(f"{layer_name(i)}: {v:.2f}" for i, v in enumerate(cmp.js_layers[kind])) + ".")
 
 
-SYNTAX_DEFAULT = 300            # sentences of the dev file the grid uses unless asked for more (~10 s here)
-TYPED = "A sentence I type (automatic parse)"
-
-
-def ud_dev_file() -> str:
-    """Where the UD English EWT dev file is read in place (core.paths; ATTN_EXPLORER_SHARED moves it)."""
-    return str(shared_eval("ud-english-ewt", "en_ewt-ud-dev.conllu"))
-
-
-def syntax_grid_section(ckpt, path: str, sentences: list, card_syntax: dict | None) -> sx.SyntaxReport | None:
-    """The heads x relations grid over the first sentences of the dev file; None after a message if it fails."""
-    total = len(sentences)
-    n = int(st.number_input("Sentences for the grid", min(10, total), total, min(SYNTAX_DEFAULT, total),
-                            step=50, key="heads_syn_n",
-                            help=f"The first sentences of the file, in order. All {total} take about a minute "
-                                 "on a laptop CPU; each choice is computed once per checkpoint."))
-    try:
-        rep = cache.syntax_report(ckpt, path, n, sx.MIN_ARCS)
-    except sx.SyntaxDataError as e:
-        st.warning(f"No grid: {e}")
-        return None
-    if not rep.rows:
-        st.info(f"On {rep.sentences} sentences no relation has {rep.min_arcs} arcs in each half, so there is no "
-                "grid yet: use more sentences.")
-        return rep
-    show_figure(syntax_grid(rep.heldout, rep.rows, "Held-out accuracy minus the fixed-offset baseline (points)"),
-                f"syntax_grid_{ckpt.name}", key="heads_syn_grid")
-    found = rep.syntactic
-    st.caption(f"Each cell: how often a head's strongest link from a word lands on its gold partner, minus how "
-               f"often the best fixed offset (e.g. always the next word) does, on the second half of the "
-               f"{rep.sentences} sentences used ({rep.halves['second']} held out; {rep.skipped} skipped). The "
-               f"boxed head of each column was chosen on the first half; a thick box: syntactic by Voita et al.'s "
-               f"rule (at least {sx.SYNTACTIC_MARGIN:g} points over the baseline).")
-    if found:
-        st.write(f"**{len(found)} of {len(rep.rows)} relation-directions have a syntactic head**: "
-                 + "; ".join(f"{md_escape(relation_label(r))}: layer {r['layer']}, head {r['head']} "
-                             f"({r['accuracy']:.0f}% vs {r['baseline']:.0f}%)" for r in found) + ".")
-        layers = rep.layers()
-        st.caption("They sit in " + ", ".join(f"layer {k} ({len(v)})" for k, v in layers.items()) + ".")
-    else:
-        st.write(f"**No head beats its baseline by {sx.SYNTACTIC_MARGIN:g} points** on these sentences.")
-    card = card_syntax if isinstance(card_syntax, dict) else None
-    if card:
-        layers = ", ".join(f"layer {k} ({len(v)})" for k, v in card.get("layers", {}).items()) or "no layer"
-        st.caption(f"The model card, scored on {card.get('sentences', '?')} sentences of "
-                   f"{md_escape(str(card.get('conllu', 'a CoNLL-U file')))} by scripts/evaluate\\_syntax.py: "
-                   f"{len(card.get('syntactic', []))} of {card.get('relations_scored', '?')} relation-directions "
-                   f"with a syntactic head; they sit in {layers}.")
-    with st.expander("The table: best head of each relation and direction"):
-        st.dataframe(pd.DataFrame(rep.rows), hide_index=True)
-    st.download_button("Download the table (CSV)", pd.DataFrame(rep.rows).to_csv(index=False).encode("utf-8"),
-                       file_name=f"syntax_{ckpt.name}_{rep.sentences}.csv", mime="text/csv", key="heads_syn_csv")
-    return rep
-
-
-def one_sentence(ckpt, cfg, sentences: list, rep: sx.SyntaxReport | None, gold_note: str) -> None:
-    """Pick a relation, a direction and a sentence: its gold arcs beside the arcs one head draws."""
-    nlp = sx.automatic_parser()
-    sources = ["Gold-parsed sentences"] + ([TYPED] if nlp is not None else [])
-    source = st.radio("Sentence", sources, horizontal=True, key="heads_syn_source")
-    if nlp is None:
-        st.caption("Typed sentences have no gold parse, and no automatic parser (spaCy with its English model "
-                   f"{sx.SPACY_MODEL}) is installed here: pick one of the gold-parsed sentences.")
-    if source == TYPED:
-        try:
-            chosen = [sx.automatic_parse(nlp, st.text_input("Your sentence", "The cat sat on the mat.",
-                                                            key="heads_syn_typed"))]
-        except sx.SyntaxDataError as e:
-            st.warning(str(e))
-            return
-        st.info("This parse is automatic (spaCy), not gold: it can be wrong, and its labels are spaCy's.")
-    else:
-        chosen = sentences
-    rows = rep.rows if rep is not None else []
-    options = [(r["relation"], r["direction"]) for r in rows] or sorted(
-        {(rel, d) for s in chosen for _, _, rel in s.arcs() for d in sx.DIRECTIONS})
-    first = next((k for k, r in enumerate(rows) if r["syntactic"]), 0)     # start on a syntactic head if any
-    c1, c2, c3 = st.columns([2, 1, 1])
-    rel, direction = c1.selectbox("Relation and direction", options, index=first, key="heads_syn_rel",
-                                  format_func=lambda o: f"{o[0]} {o[1]}")
-    best = next((r for r in rows if (r["relation"], r["direction"]) == (rel, direction)), None)
-    layer = c2.selectbox("Layer", range(cfg.N), index=best["layer"] - 1 if best else 0, format_func=layer_name,
-                         key=f"heads_syn_layer_{rel}_{direction}")
-    head = c3.selectbox("Head", range(cfg.h), index=best["head"] - 1 if best else 0, format_func=head_name,
-                        key=f"heads_syn_head_{rel}_{direction}")
-    having = [k for k, s in enumerate(chosen) if any(r == rel for _, _, r in s.arcs())][:200]
-    if not having:
-        st.info(f"No sentence here has a {md_escape(rel)} arc.")
-        return
-    k = st.selectbox("Sentence with that relation", having, key=f"heads_syn_sent_{rel}",
-                     format_func=lambda k: f"{chosen[k].where}: {chosen[k].text[:90]}")
-    sentence = chosen[k]
-    try:
-        sa = cache.parsed_attention(ckpt, sentence)
-    except ValueError as e:
-        st.warning(f"This sentence cannot be shown: {e}. Pick another.")
-        return
-    keep = set(sa.words)
-    gold = [(d, h, r) for d, h, r in sentence.arcs() if d in keep and h in keep]
-    fig = arcs_figure(sentence.words, gold, sa.head_arcs(layer, head), rel, direction,
-                      f"encoder layer {layer + 1}, head {head + 1}", f"{rel} {direction}: gold beside the head")
-    show_figure(fig, f"syntax_{ckpt.name}_{rel}_layer{layer + 1}_head{head + 1}", key="heads_syn_arcs")
-    meta = fig.layout.meta
-    st.caption(f"{gold_note} Bold arcs above: the sentence's {md_escape(rel)} arcs. Below, from each "
-               f"{'dependent' if direction == 'dep->head' else 'head word'} of them: green when the head's "
-               f"strongest link lands on the gold partner, red when not ({meta['followed']} of {meta['asked']} "
-               f"here); grey: the head's other links."
-               + (f" Unmapped words (no piece of their own) are left out: "
-                  f"{', '.join(md_escape(sentence.words[w]) for w in sa.unmapped)}." if sa.unmapped else ""))
-
-
-def syntax_tab(ckpt, cfg, card_syntax: dict | None) -> None:
-    """Tab: which encoder heads follow English syntax, against gold dependency parses (core.studies.syntax)."""
-    st.caption("Does a head point each word at its syntactic partner (its head, or its dependent), more often "
-               "than a fixed habit such as 'always the next word' does? Measured per dependency relation "
-               "against gold Universal Dependencies parses, as Clark et al. 2019 and Voita et al. 2019 do.")
-    path = ud_dev_file()
-    sentences, why = cache.ud_sentences(path)
-    rep = None
-    if sentences is None:
-        st.warning(f"The gold parses of UD English EWT dev cannot be read, so there is no grid: {md_escape(why)} "
-                   "Only the paper's Figure 5 sentence, with a gold parse written by hand for this project, is "
-                   "offered below.")
-        try:
-            sentences, note = [sx.read_figure5()], "Gold parse: the paper's Figure 5 sentence, parsed by hand."
-        except sx.SyntaxDataError as e:
-            st.warning(f"The hand-made parse of the Figure 5 sentence cannot be read either: {md_escape(str(e))}")
-            return
-    else:
-        note = "Gold parse: UD English EWT dev (CC BY-SA 4.0)."
-        rep = syntax_grid_section(ckpt, path, sentences, card_syntax)
-    st.subheader("One sentence: gold arcs beside a head's")
-    one_sentence(ckpt, cfg, sentences, rep, note)
-
-
-def contribution_maps(ckpt, model, sentence: str, show: str) -> contrib_study.Contributions | None:
-    """A kind, layer and head of one sentence: attention weights beside the chosen view; None after a message."""
-    try:
-        c = cache.contributions(ckpt, sentence)
-    except ValueError as e:
-        st.warning(str(e))
-        return None
-    cfg = model.cfg
-    c1, c2, c3 = st.columns(3)
-    kind = c1.selectbox("Attention", list(KINDS), format_func=KINDS.get, key="heads_ctb_kind")
-    n_layers = cfg.N if kind == "enc_self" else cfg.N_dec
-    layer = c2.selectbox("Layer", range(n_layers), index=n_layers - 1, format_func=layer_name,
-                         key=f"heads_ctb_layer_{kind}")
-    whole = "all heads summed as vectors" if show == "norm" else "mean of all heads"
-    head = c3.selectbox("Head", [-1, *range(cfg.h)], key="heads_ctb_head", disabled=show == "alti",
-                        format_func=lambda k: whole if k < 0 else head_name(k),
-                        help="Contributions (ALTI+) are measured for a whole layer." if show == "alti" else None)
-    words = st.checkbox("Whole words (merge each word's pieces)", key="heads_ctb_words")
-    raw = cache.contribution_view(ckpt, sentence, None, 1, kind, "attention", words, True)
-    left = raw.maps[layer].mean(0) if head < 0 else raw.maps[layer, head]
-    what = whole if head < 0 else head_name(head)
-    name = f"{show}_{kind}_layer{layer + 1}"
-    if show == "attention":
-        show_figure(heatmap_figure(left, raw.rows, raw.cols, f"{KINDS[kind]}, layer {layer + 1}, {what}"), name,
-                    key="heads_ctb_maps")
-    else:
-        if show == "norm" and head < 0:      # the layer: heads' vectors summed before the norm (Kobayashi 4.2)
-            layer_maps = contrib_study.row_shares(c.norm_layer[kind])[:, None]                # (L, 1, R, C)
-            right = attention_view(c.result, kind, words=words, maps=layer_maps).maps[layer, 0]
-        else:
-            right = cache.contribution_view(ckpt, sentence, None, 1, kind, show, words, True).maps[
-                layer, 0 if show == "alti" else head]
-        titles = (f"attention weights, {'mean of all heads' if show == 'alti' else what}",
-                  f"{show_weights.WEIGHTS[show]}, {'whole layer' if show == 'alti' else what}")
-        fig = figs.maps_side_by_side(left, right, raw.rows, raw.cols, titles, f"{KINDS[kind]}, layer {layer + 1}")
-        show_figure(fig, name, key="heads_ctb_maps")
-    if kind != "enc_self":
-        st.caption(DECODER_ROWS)
-    return c
-
-
-def faithfulness_section(model) -> None:
-    """The saved erasure test of scripts/evaluate_faithfulness.py, or how to make it."""
-    st.subheader("Which view is faithful?")
-    try:
-        result = fa.read_result(model.folder)
-    except ValueError as e:
-        st.warning(str(e))
-        return
-    if result is None:
-        st.info("This checkpoint has no faithfulness measurement yet. Make one with "
-                f"`python scripts/evaluate_faithfulness.py checkpoints/{md_escape(model.card.name)}` "
-                "(200 dev sentences, a minute or so).")
-        return
-    show_figure(faithfulness_figure(result["table"], "Drop in log P(word) when each method's top source word is "
-                                                     "removed"), "faithfulness", key="heads_faith_chart")
-    st.dataframe(faithfulness_frame(result["table"]), hide_index=True)
-    st.caption(f"For each word the model wrote in {result.get('sentences', '?')} dev sentences, the source word "
-               "each method ranks highest was removed from attention and the word's log-probability measured "
-               "again: the larger the drop, the more the method's top word really mattered. A random source word "
-               f"is the baseline. Most faithful here: **{md_escape(str(result.get('most_faithful')))}**.")
-
-
-def contributions_tab(ckpt, model, default: str) -> None:
-    """Tab: attention weights beside norm-based maps or ALTI+ contributions, where each translated word's prediction
-    came from, and which view is faithful (core.studies.contributions and faithfulness)."""
-    st.caption("Does a large attention weight mean that the word mattered? Two answers that look inside the same "
-               "layer: the size of what each word sends (Kobayashi et al. 2020), and what each word contributes "
-               "through the whole layer, residual connection and LayerNorm included (ALTI+, Ferrando et al. 2022).")
-    sentence = st.text_input("Sentence", default, key="heads_ctb_src")
-    show = show_weights.show_control("heads_ctb_show")
-    show_weights.explain(show)
-    c = contribution_maps(ckpt, model, sentence, show)
-    if c is not None and c.result.tgt:
-        st.subheader("Where each translated word came from")
-        words, share = contrib_study.word_shares(c)
-        show_figure(source_share_figure(words, share, f"The model's translation: {c.result.tgt}"),
-                    "source_share", key="heads_ctb_share")
-        st.caption(md_escape(show_weights.share_sentence(words, share)))
-    faithfulness_section(model)
-
 
 def introduction(name: str) -> None:
     st.title("What heads do")
@@ -463,20 +234,30 @@ def introduction(name: str) -> None:
 ckpt, model = cache.model_or_stop()
 default = NEWS_SENTENCE if domain(model.card) == "news" else default_sentence(model.card)   # the model's domain
 introduction(ckpt.name)
-table = cache.head_scores(ckpt)
+# Lazy tabs: opening a tab reruns the page (on_change="rerun"), and only the open tab's function runs, so opening
+# the page computes no syntax grid, rollout or contributions. On a session's first run the default tab is open.
+# A closed tab's widgets keep their values through persist_state=KEEP (app/heads_tabs/common.py).
 finder, ent, syn, roll, ctb, abl, cmp_tab = st.tabs(
-    ["Head finder", "Entropy", "Syntax", "Rollout", "Beyond attention", "Switch heads off", "Compare checkpoints"])
-with finder:
-    head_finder(ckpt.name, table)
-with ent:
-    entropy_tab(table)
-with syn:
-    syntax_tab(ckpt, model.cfg, model.card.syntax)
-with roll:
-    rollout_tab(ckpt, model.cfg, default)
-with ctb:
-    contributions_tab(ckpt, model, default)
-with abl:
-    ablation_tab(ckpt, model, default)
-with cmp_tab:
-    compare_tab(ckpt, default)
+    ["Head finder", "Entropy", "Syntax", "Rollout", "Beyond attention", "Switch heads off", "Compare checkpoints"],
+    default="Head finder", key="heads_tab", on_change="rerun")
+if finder.open:
+    with finder:
+        head_finder(ckpt.name, cache.head_scores(ckpt))
+if ent.open:
+    with ent:
+        entropy_tab(cache.head_scores(ckpt))
+if syn.open:
+    with syn:
+        syntax_tab(ckpt, model.cfg, model.card.syntax)
+if roll.open:
+    with roll:
+        rollout_tab(ckpt, model.cfg, default)
+if ctb.open:
+    with ctb:
+        contributions_tab(ckpt, model, default)
+if abl.open:
+    with abl:
+        ablation_tab(ckpt, model, default)
+if cmp_tab.open:
+    with cmp_tab:
+        compare_tab(ckpt, default)

@@ -19,7 +19,12 @@ class TransformerConfig:
     d_model: int = 512
     d_ff: int = 2048
     h: int = 8
-    dropout: float = 0.1
+    dropout: float = 0.1             # P_drop (5.4): on each sublayer's output and on embeddings + positions
+    # Two more dropouts of tensor2tensor, not in the paper: on the attention probabilities and inside the FFN
+    # (after the ReLU). None, as older config.json files say, means `dropout` (how our checkpoints were trained);
+    # 0 is the paper's, and also lets training use torch's fused attention kernel.
+    attn_dropout: float | None = None
+    ffn_dropout: float | None = None
     max_len: int = 512               # longest sequence the position table covers
     positions: str = "sinusoidal"    # or "learned" (Table 3, row E)
     pe_layout: str = "interleaved"   # sin/cos interleaved (paper) or "concat" (all sines, then cosines: Marian)
@@ -43,6 +48,10 @@ class TransformerConfig:
     def __post_init__(self):
         if self.N_dec is None:           # one name for the decoder depth: always an int after construction
             self.N_dec = self.N
+        if self.attn_dropout is None:
+            self.attn_dropout = self.dropout
+        if self.ffn_dropout is None:
+            self.ffn_dropout = self.dropout
         if self.d_model % self.h:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by h ({self.h})")
         for name, allowed in [("positions", {"sinusoidal", "learned"}), ("pe_layout", {"interleaved", "concat"}),

@@ -85,8 +85,8 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, cfg):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.dropout)
-        self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attn_dropout)
+        self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.ffn_dropout)
         self.res_attn, self.res_ffn = (Residual(cfg.d_model, cfg.dropout, cfg.norm, cfg.layer_norm_eps)
                                        for _ in range(2))
 
@@ -104,9 +104,9 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, cfg):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.dropout)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.dropout)
-        self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.dropout)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attn_dropout)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attn_dropout)
+        self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.ffn_dropout)
         self.res_self, self.res_cross, self.res_ffn = (
             Residual(cfg.d_model, cfg.dropout, cfg.norm, cfg.layer_norm_eps) for _ in range(3))
 

@@ -15,7 +15,7 @@ from .state import save_state
 
 
 # Options that act only while training: a warm start may change them (the weights mean the same).
-TRAINING_ONLY = ("dropout", "label_smoothing")
+TRAINING_ONLY = ("dropout", "attn_dropout", "ffn_dropout", "label_smoothing")
 
 
 def warm_start(folder, model, run: Path, rewarm: int) -> dict:

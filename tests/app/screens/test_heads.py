@@ -1,4 +1,6 @@
-"""The "What heads do" page runs on two tiny checkpoints (no real checkpoint needed) and reacts to its widgets."""
+"""The "What heads do" page runs on two tiny checkpoints (no real checkpoint needed) and reacts to its widgets.
+
+Its tabs are lazy (only the open one runs): a test opens a tab by setting the tabs' key before a run."""
 import base64
 import gc
 import json
@@ -10,9 +12,11 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import core
+from app import cache
 from app.checkpoints import checkpoint_key
 from tests.helpers import FIXTURES, tiny_model
 from core.studies import analysis, compare
+from core.studies import syntax as sx
 from core.paths import REPO
 
 PAGE = str(REPO / "app" / "screens" / "heads.py")
@@ -47,11 +51,25 @@ def ud_dev(tmp_path, monkeypatch):
     return dev
 
 
-def page(name="tiny-a") -> AppTest:
+TABS = "heads_tab"              # the key of the page's st.tabs: its value is the open tab's label
+
+
+def page(name="tiny-a", tab: str | None = None) -> AppTest:
+    """The page run once, on the tab `tab` (None: the default one, Head finder)."""
     at = AppTest.from_file(PAGE, default_timeout=300)          # a busy machine: scoring every head takes a while
     at.session_state["checkpoint"] = name
     at.session_state["heads_dev_n"] = 4
+    if tab is not None:
+        at.session_state[TABS] = tab
     return at.run()
+
+
+def open_tab(at: AppTest, tab: str) -> AppTest:
+    """What a click on the tab does: the page reruns with that tab open."""
+    at.session_state[TABS] = tab
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
 
 
 def _arrays(obj):
@@ -78,18 +96,46 @@ def test_page_runs_and_the_score_selector_changes_the_heatmap(checkpoints):
     at.selectbox(key="heads_score").set_value("eos").run()
     after = charts(at)["heads_grid"]
     assert "</s>" in after["layout"]["title"]["text"] and not np.allclose(after["data"][0]["z"], before["data"][0]["z"])
-    assert "heads_rollout" in charts(at) and "heads_entropy" in charts(at)
-    js = charts(at)["heads_cmp_js"]["data"][0]["z"]                                 # tiny-a against tiny-b: they differ
+    assert "heads_entropy" in charts(open_tab(at, "Entropy")) and "heads_grid" not in charts(at)
+    js = charts(open_tab(at, "Compare checkpoints"))["heads_cmp_js"]["data"][0]["z"]   # tiny-a against tiny-b: differ
     assert np.nanmax(js) > 0
-    assert any("validation split" in c.value for c in at.caption)
-    pieces = np.shape(charts(at)["heads_rollout"]["data"][0]["z"])
+    assert any("validation split" in c.value for c in open_tab(at, "Switch heads off").caption)
+    pieces = np.shape(charts(open_tab(at, "Rollout"))["heads_rollout"]["data"][0]["z"])
     at.checkbox(key="heads_roll_words").check().run()
     words = np.shape(charts(at)["heads_rollout"]["data"][0]["z"])
     assert words == (len(DEFAULT_WORDS) + 1,) * 2 and words < pieces      # words + </s>
+    # back on Head finder: the score picked before the other tabs were opened is still picked (persist_state)
+    assert "</s>" in charts(open_tab(at, "Head finder"))["heads_grid"]["layout"]["title"]["text"]
+    assert at.selectbox(key="heads_score").value == "eos"
+    assert open_tab(at, "Rollout").checkbox(key="heads_roll_words").value
+
+
+def test_only_the_open_tab_runs(checkpoints, monkeypatch):
+    """Opening the page computes the default tab (Head finder) only: no syntax grid (about 10 s on the real dev
+    file), rollout, contributions, sweep sentences or comparison; opening the Syntax tab computes its grid."""
+    monkeypatch.setattr(sx, "MIN_ARCS", 1)                     # four sentences: a relation needs one arc a half
+    st.cache_resource.clear()                                  # the grid computed here, not found in a cache
+    calls = {}
+
+    def counted(name, real):
+        def call(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return real(*args, **kwargs)
+        return call
+
+    for module, name in ((sx, "evaluate"), (cache, "attend"), (cache, "contributions"), (cache, "dev_slice"),
+                         (cache, "comparison")):
+        monkeypatch.setattr(module, name, counted(name, getattr(module, name)))
+    at = page()
+    assert not at.exception, [e.value for e in at.exception]
+    assert calls == {} and list(charts(at)) == ["heads_grid"]
+    open_tab(at, "Syntax")
+    assert calls.get("evaluate") == 1 and "heads_syn_grid" in charts(at) and "heads_grid" not in charts(at)
+    assert not {"contributions", "dev_slice", "comparison"} & calls.keys()    # (its sentence's arcs: one attend)
 
 
 def test_sweep_draws_one_bar_per_head(checkpoints):
-    at = page()
+    at = page(tab="Switch heads off")
     assert "heads_sweep_chart" not in charts(at)
     at.button(key="heads_sweep_go").click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -173,9 +219,8 @@ def syntax_texts(at) -> str:
 
 
 def test_syntax_tab_grids_heads_by_relation_and_draws_a_sentence_beside_its_gold_arcs(checkpoints, monkeypatch):
-    from core.studies import syntax as sx
     monkeypatch.setattr(sx, "MIN_ARCS", 1)                     # four sentences: a relation needs one arc a half
-    at = page()
+    at = page(tab="Syntax")
     assert not at.exception, [e.value for e in at.exception]
     specs = charts(at)
     grid = specs["heads_syn_grid"]["data"][0]
@@ -191,13 +236,13 @@ def test_syntax_tab_grids_heads_by_relation_and_draws_a_sentence_beside_its_gold
 
 
 def test_syntax_tab_says_when_too_few_arcs_and_when_the_dev_file_is_missing(checkpoints, ud_dev):
-    at = page()                                                # MIN_ARCS 20: four sentences give no grid
+    at = page(tab="Syntax")                                    # MIN_ARCS 20: four sentences give no grid
     assert not at.exception, [e.value for e in at.exception]
     assert "heads_syn_grid" not in charts(at) and "heads_syn_arcs" in charts(at)
     assert "no relation has 20 arcs in each half" in syntax_texts(at)
     ud_dev.unlink()
     st.cache_resource.clear()
-    at = page()
+    at = page(tab="Syntax")
     assert not at.exception, [e.value for e in at.exception]
     text = syntax_texts(at)
     assert "cannot be read" in text and "does not exist" in text and "Figure 5 sentence" in text

@@ -1,5 +1,5 @@
 """'What heads do' > Beyond attention: the three views of one sentence, each translated word's source share, and
-the saved faithfulness table (or how to make one), on tiny checkpoints."""
+the saved faithfulness table (or how to make one), on tiny checkpoints; the tab opened by page(tab=TAB)."""
 import json
 
 import numpy as np
@@ -9,10 +9,11 @@ from tests.app.screens.test_heads import charts, checkpoints, page  # noqa: F401
 
 TABLE = [{"method": m, "what": w, "words": 10, "mean_drop": d, "stderr": 0.1, "median_drop": d, "flipped": 0.2}
          for (m, w), d in zip(fa.METHODS.items(), (2.0, 2.5, 3.0, 0.4))]
+TAB = "Beyond attention"
 
 
 def test_the_three_views_and_the_shares(checkpoints):  # noqa: F811
-    at = page()
+    at = page(tab=TAB)
     assert not at.exception, [e.value for e in at.exception]
     one = charts(at)["heads_ctb_maps"]
     assert len(one["data"]) == 1                            # attention weights alone: one map
@@ -39,14 +40,14 @@ def test_the_three_views_and_the_shares(checkpoints):  # noqa: F811
 def test_the_saved_faithfulness_table_is_shown(checkpoints):  # noqa: F811
     folder = checkpoints / "ckpts" / "tiny-a"
     (folder / fa.RESULT_FILE).write_text(json.dumps({"sentences": 7, "table": TABLE, "most_faithful": "alti"}))
-    at = page()
+    at = page(tab=TAB)
     assert not at.exception, [e.value for e in at.exception]
     bars = charts(at)["heads_faith_chart"]["data"][0]
     assert list(bars["x"]) == list(fa.METHODS)
     assert any("mean drop (nats)" in df.value.columns for df in at.dataframe)
     assert any("Most faithful here: **alti**" in c.value for c in at.caption)
     (folder / fa.RESULT_FILE).write_text("{not json")
-    at = page()
+    at = page(tab=TAB)
     assert not at.exception and any("cannot be read" in w.value for w in at.warning)
 
 

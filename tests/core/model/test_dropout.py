@@ -50,3 +50,20 @@ def test_attention_dropout_keeps_the_expected_value_of_the_output():
     mha.train()
     mean = torch.stack([mha(x, x, x)[0] for _ in range(3000)]).mean(0)
     torch.testing.assert_close(mean, clean, atol=0.03, rtol=0)
+
+
+def test_the_papers_dropout_leaves_attention_and_the_ffn_undropped():
+    """attn_dropout / ffn_dropout: None (older config.json files) means `dropout`, 0 is the paper's (5.4)."""
+    old = core.TransformerConfig.from_dict({"vocab_size": 40, "N": 1, "d_model": 16, "d_ff": 32, "h": 4,
+                                            "dropout": 0.2})
+    assert old.attn_dropout == old.ffn_dropout == 0.2
+    cfg = core.TransformerConfig(vocab_size=40, N=1, d_model=16, d_ff=32, h=4, dropout=0.2,
+                                 attn_dropout=0.0, ffn_dropout=0.0)
+    layer = core.Transformer(cfg).train().encoder[0]
+    assert layer.self_attn.dropout == 0.0 and layer.ffn.dropout.p == 0.0 and layer.res_ffn.dropout.p == 0.2
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 16)
+    assert torch.equal(layer.ffn(x), layer.ffn.eval()(x))          # no dropout inside the FFN in training
+    layer.self_attn.train()
+    y, _ = layer.self_attn(x, x, x)
+    torch.testing.assert_close(y, layer.self_attn.eval()(x, x, x)[0], atol=1e-6, rtol=0)
