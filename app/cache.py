@@ -29,6 +29,7 @@ from app.figures.toy import cross_grid, loss_figure
 from core import CheckpointError, TranslationModel, load_checkpoint
 from core.checkpoint.snapshots import read_probes, snapshot_steps
 from core.studies import ablation, analysis, compare, pronouns, qk
+from core.studies import conllu
 from core.studies import syntax as sx
 from core.studies import emergence as emergence_study
 from core.studies import alignment as al
@@ -201,8 +202,8 @@ def ud_sentences(path: str):
 @st.cache_resource(max_entries=4, show_spinner="Reading the gold parses…")
 def _ud_sentences(path: str, version: str):
     try:
-        return sx.read_conllu(path), None
-    except sx.SyntaxDataError as e:
+        return conllu.read_conllu(path), None
+    except conllu.SyntaxDataError as e:
         return None, str(e)
 
 
@@ -222,11 +223,11 @@ def _syntax_report(key: CheckpointKey, path: str, version: str, n: int, min_arcs
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _parsed_attention(key: CheckpointKey, parse: str, _sentence: sx.UDSentence) -> sx.SentenceAttention:
+def _parsed_attention(key: CheckpointKey, parse: str, _sentence: conllu.UDSentence) -> sx.SentenceAttention:
     return sx.sentence_attention(attend(key, _sentence.text), _sentence)
 
 
-def parsed_attention(key: CheckpointKey, sentence: sx.UDSentence) -> sx.SentenceAttention:
+def parsed_attention(key: CheckpointKey, sentence: conllu.UDSentence) -> sx.SentenceAttention:
     """One parsed sentence's word-level encoder self-attention; SyntaxDataError when it cannot be mapped."""
     return _parsed_attention(key, repr((sentence.text, sentence.words, sentence.heads, sentence.deprels)), sentence)
 

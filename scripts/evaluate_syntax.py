@@ -25,6 +25,7 @@ from tqdm import tqdm
 from core import CheckpointError, load_checkpoint
 from core.checkpoint import update_card, write_json
 from core.paths import portable
+from core.studies import conllu
 from core.studies import syntax as sx
 from scripts import cli
 
@@ -34,7 +35,7 @@ HEADER = ("relation", "direction", "n", "layer", "head", "accuracy", "baseline",
 def parse_args(argv=None):
     p = cli.parser(__doc__)
     cli.add_checkpoint(p)
-    p.add_argument("--conllu", default=str(sx.DEFAULT_CONLLU), help="gold parses in CoNLL-U; default: %(default)s")
+    p.add_argument("--conllu", default=str(conllu.DEFAULT_CONLLU), help="gold parses in CoNLL-U; default: %(default)s")
     p.add_argument("--json", metavar="OUT", help="write the table as JSON to this file")
     p.add_argument("--limit", type=int, default=0,
                    help="only the first N sentences (0: all); the card is then left alone")
@@ -82,7 +83,7 @@ def describe(rep: sx.SyntaxReport) -> str:
 def run(args) -> sx.SyntaxReport:
     if args.limit < 0 or args.min_arcs < 1 or args.batch_size < 1:
         raise cli.UsageError("--limit cannot be negative; --min-arcs and --batch-size must be at least 1.")
-    sentences = sx.read_conllu(args.conllu)                    # before the model: a wrong path fails at once
+    sentences = conllu.read_conllu(args.conllu)                # before the model: a wrong path fails at once
     sentences = sentences[: args.limit] if args.limit else sentences
     cli.set_threads(args.threads)
     folder = Path(args.checkpoint)
@@ -98,7 +99,7 @@ def run(args) -> sx.SyntaxReport:
     return rep
 
 
-main = cli.command(parse_args, run, describe, (sx.SyntaxDataError, CheckpointError, cli.UsageError))
+main = cli.command(parse_args, run, describe, (conllu.SyntaxDataError, CheckpointError, cli.UsageError))
 
 
 if __name__ == "__main__":

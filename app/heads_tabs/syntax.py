@@ -8,6 +8,7 @@ from app.figures.syntax import arcs_figure, relation_label, syntax_grid
 from app.heads_tabs.common import KEEP, head_name, layer_name
 from app.text import md_escape
 from core.paths import shared_eval
+from core.studies import conllu
 from core.studies import syntax as sx
 
 SYNTAX_DEFAULT = 300            # sentences of the dev file the grid uses unless asked for more (~10 s here)
@@ -28,7 +29,7 @@ def syntax_grid_section(ckpt, path: str, sentences: list, card_syntax: dict | No
                                  "on a laptop CPU; each choice is computed once per checkpoint."))
     try:
         rep = cache.syntax_report(ckpt, path, n, sx.MIN_ARCS)
-    except sx.SyntaxDataError as e:
+    except conllu.SyntaxDataError as e:
         st.warning(f"No grid: {e}")
         return None
     if not rep.rows:
@@ -67,17 +68,17 @@ def syntax_grid_section(ckpt, path: str, sentences: list, card_syntax: dict | No
 
 def one_sentence(ckpt, cfg, sentences: list, rep: sx.SyntaxReport | None, gold_note: str) -> None:
     """Pick a relation, a direction and a sentence: its gold arcs beside the arcs one head draws."""
-    nlp = sx.automatic_parser()
+    nlp = conllu.automatic_parser()
     sources = ["Gold-parsed sentences"] + ([TYPED] if nlp is not None else [])
     source = st.radio("Sentence", sources, horizontal=True, key="heads_syn_source", persist_state=KEEP)
     if nlp is None:
         st.caption("Typed sentences have no gold parse, and no automatic parser (spaCy with its English model "
-                   f"{sx.SPACY_MODEL}) is installed here: pick one of the gold-parsed sentences.")
+                   f"{conllu.SPACY_MODEL}) is installed here: pick one of the gold-parsed sentences.")
     if source == TYPED:
         try:
-            chosen = [sx.automatic_parse(nlp, st.text_input("Your sentence", "The cat sat on the mat.",
-                                                            key="heads_syn_typed", persist_state=KEEP))]
-        except sx.SyntaxDataError as e:
+            chosen = [conllu.automatic_parse(nlp, st.text_input("Your sentence", "The cat sat on the mat.",
+                                                                key="heads_syn_typed", persist_state=KEEP))]
+        except conllu.SyntaxDataError as e:
             st.warning(str(e))
             return
         st.info("This parse is automatic (spaCy), not gold: it can be wrong, and its labels are spaCy's.")
@@ -134,8 +135,8 @@ def syntax_tab(ckpt, cfg, card_syntax: dict | None) -> None:
                    "Only the paper's Figure 5 sentence, with a gold parse written by hand for this project, is "
                    "offered below.")
         try:
-            sentences, note = [sx.read_figure5()], "Gold parse: the paper's Figure 5 sentence, parsed by hand."
-        except sx.SyntaxDataError as e:
+            sentences, note = [conllu.read_figure5()], "Gold parse: the paper's Figure 5 sentence, parsed by hand."
+        except conllu.SyntaxDataError as e:
             st.warning(f"The hand-made parse of the Figure 5 sentence cannot be read either: {md_escape(str(e))}")
             return
     else:

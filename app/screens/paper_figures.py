@@ -9,6 +9,7 @@ from app.figures.paper import (describe_figure5_head, describe_link, display_tab
                                figure_set, find_heads, paper_figure, score_grid_figure)
 from app.figures.training import describe_model
 from core.studies import paper_figures as pf
+from core.studies import conllu
 from core.studies import syntax as sx
 
 
@@ -98,7 +99,7 @@ def gold_structure(ckpt, view) -> None:
         result = cache.attend(ckpt, sentence)
         arcs = sx.figure5_arcs(result.enc_self, result.src_tokens)
         best = figure5_best(arcs)
-    except sx.SyntaxDataError as e:
+    except conllu.SyntaxDataError as e:
         st.info(f"The gold parse (written by hand for this project) is of the paper's sentence, and this one "
                 f"does not fit it ({e}): only the neighbour score below is measured. Put the paper's sentence "
                 f"back to score heads by the arcs they follow.")
@@ -106,7 +107,7 @@ def gold_structure(ckpt, view) -> None:
     except ValueError as e:
         st.warning(f"No head to draw: {e}.")
         return
-    words = sx.read_figure5().words
+    words = conllu.read_figure5().words
     st.subheader("Heads scored by the gold syntax they follow")
     st.caption("A head follows a gold dependency arc (Universal Dependencies, parsed by hand for this project) "
                "when a word's strongest link, to another word, lands on its head (dep->head) or on one of its "

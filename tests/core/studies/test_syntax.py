@@ -1,66 +1,20 @@
-"""core.studies.syntax: reading CoNLL-U, pieces onto UD words, and heads scored against gold arcs on hand-built
-attention where the right head and the right offset are known; the held-out split, Voita's rule, Figure 5's parse."""
+"""core.studies.syntax: pieces onto UD words, and heads scored against gold arcs on hand-built attention where the
+right head and the right offset are known; the held-out split, Voita's rule, Figure 5's arcs."""
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import core
+from core.studies import conllu
 from core.studies import syntax as sx
 from core.studies.paper_figures import FIGURE45_SENTENCE
-from tests.helpers import FIXTURES, stopping_model
-
-MINI = FIXTURES / "syntax" / "mini.conllu"       # four hand-made sentences (multiword token, empty node, ...)
+from tests.helpers import stopping_model
 
 
 def ud(words, heads, deprels, text=None):
     """A UDSentence from 1-based heads (0: root), as a CoNLL-U file writes them."""
-    return sx.UDSentence(text or " ".join(words), list(words), [h - 1 for h in heads], list(deprels))
-
-
-# ----------------------------------------------------------------------------- reading
-
-def test_read_conllu_skips_multiword_tokens_and_empty_nodes():
-    s1, s2, s3, s4 = sx.read_conllu(MINI)
-    assert s1.text == "I don't like cats." and s1.sent_id == "mini-1"
-    assert s1.words == ["I", "do", "n't", "like", "cats", "."]                # "2-3 don't" is not a word
-    assert s1.heads == [3, 3, 3, -1, 3, 3]                                     # 0-based, -1 for the root
-    assert s2.words == ["Mary", "eats", "apples", "and", "John", "pears", "."]  # the empty node 5.1 is left out
-    assert s2.arcs()[-2:] == [(5, 4, "orphan"), (6, 1, "punct")]
-    assert s3.text == "The dog's bone is big."              # no "# text": rebuilt from the tokens and SpaceAfter=No
-    assert [r for _, _, r in s3.arcs()][:3] == ["det", "poss", "case"]        # nmod:poss is reported as poss
-    assert ("obl" in {r for _, _, r in s4.arcs()}) and "obl:tmod" in s4.deprels
-    assert s4.line > s3.line > s2.line > s1.line == 1           # its first line, comments included
-
-
-def test_relation_is_the_universal_part():
-    assert sx.relation("obl:tmod") == "obl" and sx.relation("nmod:poss") == "poss"
-    assert sx.relation("nmod") == "nmod" and sx.relation("acl:relcl") == "acl"
-
-
-@pytest.mark.parametrize("text, problem", [
-    ("1\tI\tI\tPRON\n", "4 columns where 10 were expected"),
-    ("1\tI\t_\t_\t_\t_\tx\tnsubj\t_\t_\n", "the HEAD column (7th) is 'x'"),
-    ("1\tI\t_\t_\t_\t_\t0\troot\t_\t_\n3\tgo\t_\t_\t_\t_\t1\tx\t_\t_\n", "the word number is '3' but 2 was expected"),
-    ("1\tI\t_\t_\t_\t_\t5\tnsubj\t_\t_\n", "word 1 has head 5, but the sentence has only 1 words"),
-    ("1\tI\t_\t_\t_\t_\t0\t_\t_\t_\n", "has no DEPREL"),
-    ("# just a comment\n", "no word lines"),
-    ("\n\n", "holds no sentences"),
-])
-def test_garbled_conllu_is_a_readable_error(text, problem):
-    with pytest.raises(sx.SyntaxDataError) as e:
-        sx.parse_conllu(text, "x.conllu")
-    assert problem in str(e.value) and "x.conllu" in str(e.value)
-
-
-def test_read_conllu_errors(tmp_path):
-    with pytest.raises(sx.SyntaxDataError, match="does not exist.*The default is"):
-        sx.read_conllu(tmp_path / "missing.conllu")
-    with pytest.raises(sx.SyntaxDataError, match="is a folder"):
-        sx.read_conllu(tmp_path)
-    (tmp_path / "bin.conllu").write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(sx.SyntaxDataError, match="not UTF-8"):
-        sx.read_conllu(tmp_path / "bin.conllu")
+    return conllu.UDSentence(text or " ".join(words), list(words), [h - 1 for h in heads], list(deprels))
 
 
 # ----------------------------------------------------------------------------- pieces -> words
@@ -76,9 +30,9 @@ def test_piece_words_by_characters_and_overlap():
 
 
 def test_piece_words_refuses_another_text():
-    with pytest.raises(sx.SyntaxDataError, match="unknown piece"):
+    with pytest.raises(conllu.SyntaxDataError, match="unknown piece"):
         sx.piece_words(["▁I", "<unk>"], ["I", "do"])
-    with pytest.raises(sx.SyntaxDataError, match="different text"):
+    with pytest.raises(conllu.SyntaxDataError, match="different text"):
         sx.piece_words(["▁I", "▁d"], ["I", "do"])
 
 
@@ -184,7 +138,7 @@ def test_min_arcs_and_nothing_usable():
     assert sx.report(ev, min_arcs=5).rows == []               # two sentences a half: 4 det arcs, 2 nsubj, 2 obj
     assert {r["relation"] for r in sx.report(ev, min_arcs=3).rows} == {"det"}
     assert {r["relation"] for r in sx.report(ev, min_arcs=2).rows} == {"det", "nsubj", "obj"}
-    with pytest.raises(sx.SyntaxDataError, match="none of the 3 sentences could be used.*no text"):
+    with pytest.raises(conllu.SyntaxDataError, match="none of the 3 sentences could be used.*no text"):
         sx.report(sx.Evaluation(1, 1, n_sentences=3, skipped=[("s1", "it has no text")]))
 
 
@@ -231,23 +185,8 @@ def test_evaluate_runs_chunks_and_counts_what_it_skips():
 
 # ----------------------------------------------------------------------------- the paper's Figure 5 sentence
 
-def test_the_figure5_parse_reads_and_is_a_tree():
-    s = sx.read_figure5()
-    assert s.text == FIGURE45_SENTENCE and len(s.words) == 25
-    assert s.heads.count(-1) == 1 and s.words[s.heads.index(-1)] == "perfect"
-    for w in range(len(s.words)):                            # every word has a head and reaches the root
-        seen, x = set(), w
-        while x != -1:
-            assert x not in seen and 0 <= x < 25
-            seen.add(x)
-            x = s.heads[x]
-    assert {"det", "nsubj", "aux", "cop", "conj", "cc", "poss", "parataxis", "acl", "obl", "case"} <= \
-        {r for _, _, r in s.arcs()}
-    assert all(d != "_" for d in s.deprels)
-
-
 def test_figure5_arcs_name_the_relation_a_head_follows():
-    s = sx.read_figure5()
+    s = conllu.read_figure5()
     attn, tokens = one_hot_maps(s, [[to_next, to_start], [to_start, to_head]])
     df = sx.figure5_arcs(attn, tokens)
     best = df.iloc[0]
@@ -262,28 +201,9 @@ def test_figure5_arcs_name_the_relation_a_head_follows():
 def test_figure5_arcs_on_a_real_tokenizer(tokenizer):
     tm = core.TranslationModel(stopping_model(len(tokenizer)), tokenizer)     # max_len 256: the sentence fits
     res = tm.attend_batch([FIGURE45_SENTENCE], encoder_only=True)[0]
-    sa = sx.sentence_attention(res, sx.read_figure5())
+    sa = sx.sentence_attention(res, conllu.read_figure5())
     assert sa.maps.shape[-1] == len(sa.words) and len(sa.words) + len(sa.unmapped) == 25
     assert len(sa.head_arcs(0, 0)) == len(sa.words)
     df = sx.figure5_arcs(res.enc_self, res.src_tokens)
     assert len(df) == tm.cfg.N * tm.cfg.h
     assert df.arcs.iloc[0] <= 48 and (df.followed <= df.arcs).all()
-
-
-def test_an_automatic_parse_of_a_typed_sentence_becomes_a_ud_sentence(monkeypatch):
-    """spaCy is optional: a stand-in for its parse (tokens with .i, .text, .head, .dep_) gives a UDSentence, and
-    without spaCy there is no parser at all."""
-    parsed = [("Dogs", "nsubj"), ("bark", "ROOT"), (".", "punct")]
-    toks = [SimpleNamespace(i=i, text=w, dep_=d) for i, (w, d) in enumerate(parsed)]
-    for t, h in zip(toks, (1, 1, 1)):
-        t.head = toks[h]
-    sent = type("Sent", (), {"text": "Dogs bark.", "__getitem__": lambda self, k: toks[k],
-                             "__iter__": lambda self: iter(toks)})()
-    doc = SimpleNamespace(sents=[sent])
-    s = sx.automatic_parse(lambda text: doc, "Dogs bark.")
-    assert (s.words, s.heads, s.deprels) == (["Dogs", "bark", "."], [1, -1, 1], ["nsubj", "root", "punct"])
-    assert s.arcs() == [(0, 1, "nsubj"), (2, 1, "punct")]
-    with pytest.raises(sx.SyntaxDataError):
-        sx.automatic_parse(lambda text: doc, "  ")
-    monkeypatch.setitem(__import__("sys").modules, "spacy", None)      # import spacy fails
-    assert sx.automatic_parser() is None
