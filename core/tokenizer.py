@@ -67,11 +67,7 @@ class Tokenizer:
 
     def encode(self, text: str, side: str = "src") -> list[int]:
         """Text -> ids (no <s> or </s>)."""
-        proc = self._proc(side)
-        if self.vocab is None:
-            return proc.encode(text, out_type=int)
-        unk = self.vocab.get("<unk>", 1)
-        return [self.vocab.get(p, unk) for p in proc.encode(text, out_type=str)]
+        return self.encode_many([text], side)[0]
 
     def encode_many(self, lines: list[str], side: str = "src", dropout: float = 0.0) -> list[list[int]]:
         """Many lines -> ids, in one thread (so a seeded BPE-dropout segmentation repeats exactly).
