@@ -21,10 +21,11 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from core import Tokenizer, Transformer, label_smoothed_loss, make_optimizer, preset
+from core import Tokenizer, Transformer, make_optimizer, preset
 from core.data import collate, token_batches
 from core.training.state import load_state, read_info
 from core.checkpoint import write_json
+from core.training.memory import keep_freed_memory
 from core.training.precision import autocast, pick_precision
 from core.training.probes import Probes
 from core.training.run import EpochPairs, JsonlLog, StopSignal, finished, hardware, overrides, progress
@@ -98,6 +99,8 @@ def main(argv=None):
             device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
             torch.cuda.set_device(device)
     cli.set_threads(args.threads)
+    if device.type == "cpu":
+        keep_freed_memory()
     torch.manual_seed(args.seed)
     run = Path(args.run)
     main_proc = rank == 0
@@ -123,7 +126,7 @@ def main(argv=None):
                   f"{args.rewarm} steps of re-warm-up", flush=True)
     model = model.to(device)
     init = info.get("init") or {}
-    opt, sched = make_optimizer(model, cfg.d_model, args.warmup, args.lr_scale, fused=device.type == "cuda",
+    opt, sched = make_optimizer(model, cfg.d_model, args.warmup, args.lr_scale, fused=True,
                                 start_step=init.get("step", 0), rewarm=init.get("rewarm", 0),
                                 cooldown=(args.max_steps, args.cooldown))
     if args.resume:
@@ -176,9 +179,8 @@ def main(argv=None):
             src, tin, tout = collate(pairs, idx, cfg.pad_id, cfg.bos_id, cfg.eos_id, device)
             sync = contextlib.nullcontext() if (world == 1 or a == len(mine) - 1) else train_model.no_sync()
             with sync:
-                with amp:
-                    logits = train_model(src, tin)
-                loss, n = label_smoothed_loss(logits, tout, cfg.label_smoothing, cfg.pad_id)
+                with amp:       # the projection and the loss in one (core/model/loss.py)
+                    loss, n = train_model(src, tin, tgt_out=tout)
                 # normalise by the whole update's tokens, so that any split over processes and
                 # accumulation steps gives the same gradient (DDP averages over processes)
                 (loss * n * world / global_tokens).backward()

@@ -11,6 +11,7 @@ from torch import nn
 from .config import TransformerConfig
 from .dropout import Dropout
 from .layers import DecoderLayer, EncoderLayer, PositionalEncoding
+from .loss import projected_loss
 
 
 def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
@@ -114,13 +115,18 @@ class Transformer(nn.Module):
         logits = self.generator(hidden)
         return logits if self.logits_bias is None else logits + self.logits_bias
 
-    def forward(self, src, tgt_in, need_weights=False, head_mask=None):
+    def forward(self, src, tgt_in, need_weights=False, head_mask=None, tgt_out=None):
         """Teacher-forced pass: logits (B, T, vocab), plus Attentions when need_weights.
 
         head_mask: None, or a dict as ablate_heads returns, to switch heads off for this call only.
+        tgt_out: (B, T) the targets; then the pass returns (label-smoothed loss, target tokens) in place of
+        the logits, with the projection and the loss fused (core/model/loss.py: faster on a CPU).
         """
         memory, src_mask, enc = self.encode(src, need_weights, head_mask)
         hidden, dec, cross = self.decode(tgt_in, memory, src_mask, need_weights, head_mask=head_mask)
+        if tgt_out is not None:
+            return projected_loss(hidden, self.generator.weight, self.logits_bias, tgt_out,
+                                  self.cfg.label_smoothing, self.cfg.pad_id)
         logits = self.project(hidden)
         return (logits, Attentions(enc, dec, cross)) if need_weights else logits
 

@@ -42,11 +42,14 @@ def export_commit(commit: str, dest: Path) -> Path:
     return folder
 
 
-def segment(tree: Path, data: str, run: Path, steps: int) -> list[float]:
-    """One run of tree's train.py for `steps` steps in a fresh run folder; its tokens/s, one a step."""
+def segment(tree: Path, data: str, run: Path, steps: int, overrides: list[str]) -> list[float]:
+    """One run of tree's train.py for `steps` steps in a fresh run folder; its tokens/s, one a step.
+
+    overrides: config KEY=VALUE pairs added to the recipe's --set norm=pre."""
     env = {**os.environ, "PYTHONPATH": str(tree)}      # the tree's own core, not the installed one
+    recipe = RECIPE[:RECIPE.index("norm=pre") + 1] + overrides + RECIPE[RECIPE.index("norm=pre") + 1:]
     cmd = [sys.executable, str(tree / "scripts" / "train.py"), "--data", str(Path(data).resolve()),
-           "--run", str(run), "--max-steps", str(steps), *RECIPE]
+           "--run", str(run), "--max-steps", str(steps), *recipe]
     subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
     return [r["tokens_per_s"] for r in read_jsonl(run / "train_log.jsonl") if "tokens_per_s" in r]
 
@@ -59,6 +62,10 @@ def main(argv=None):
     p.add_argument("--skip", type=int, default=10, help="steps left out at the start of each segment (warm-up)")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--out", default=str(REPO / "artifacts" / "speed"))
+    p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides for both sides")
+    p.add_argument("--this-set", nargs="*", default=[], metavar="KEY=VALUE",
+                   help="config overrides for this tree only, e.g. attn_dropout=0 ffn_dropout=0 (the paper's "
+                        "dropout, which commits before session 10 cannot set)")
     args = p.parse_args(argv)
     if args.skip >= args.steps:
         p.error("--skip must be smaller than --steps")
@@ -72,11 +79,12 @@ def main(argv=None):
                 for f in run.rglob("*"):
                     if f.is_file():
                         f.unlink()
-            got = segment(tree, args.data, run, args.steps)[args.skip:]
+            overrides = args.set + (args.this_set if name == "this tree" else [])
+            got = segment(tree, args.data, run, args.steps, overrides)[args.skip:]
             rates[name] += got
             print(f"round {r + 1}, {name}: median {statistics.median(got):.0f} tokens/s", file=sys.stderr, flush=True)
     medians = {name: round(statistics.median(v), 1) for name, v in rates.items()}
-    print(json.dumps({"baseline": args.baseline, "tokens_per_s": medians, "steps_counted": len(rates["baseline"]),
+    print(json.dumps({"baseline": args.baseline, "set": args.set, "this_set": args.this_set, "tokens_per_s": medians, "steps_counted": len(rates["baseline"]),
                       "speed_up": round(medians["this tree"] / medians["baseline"], 3)}))
 
 
