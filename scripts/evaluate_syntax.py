@@ -35,7 +35,8 @@ HEADER = ("relation", "direction", "n", "layer", "head", "accuracy", "baseline",
 def parse_args(argv=None):
     p = cli.parser(__doc__)
     cli.add_checkpoint(p)
-    p.add_argument("--conllu", default=str(conllu.DEFAULT_CONLLU), help="gold parses in CoNLL-U; default: %(default)s")
+    p.add_argument("--conllu", default=str(conllu.ud_english_dev()),
+                   help="gold parses in CoNLL-U; default: %(default)s")
     p.add_argument("--json", metavar="OUT", help="write the table as JSON to this file")
     p.add_argument("--limit", type=int, default=0,
                    help="only the first N sentences (0: all); the card is then left alone")

@@ -7,17 +7,11 @@ from app.display import show_figure
 from app.figures.syntax import arcs_figure, relation_label, syntax_grid
 from app.heads_tabs.common import KEEP, head_name, layer_name
 from app.text import md_escape
-from core.paths import shared_eval
 from core.studies import conllu
 from core.studies import syntax as sx
 
 SYNTAX_DEFAULT = 300            # sentences of the dev file the grid uses unless asked for more (~10 s here)
 TYPED = "A sentence I type (automatic parse)"
-
-
-def ud_dev_file() -> str:
-    """Where the UD English EWT dev file is read in place (core.paths; ATTN_EXPLORER_SHARED moves it)."""
-    return str(shared_eval("ud-english-ewt", "en_ewt-ud-dev.conllu"))
 
 
 def syntax_grid_section(ckpt, path: str, sentences: list, card_syntax: dict | None) -> sx.SyntaxReport | None:
@@ -127,7 +121,7 @@ def syntax_tab(ckpt, cfg, card_syntax: dict | None) -> None:
     st.caption("Does a head point each word at its syntactic partner (its head, or its dependent), more often "
                "than a fixed habit such as 'always the next word' does? Measured per dependency relation "
                "against gold Universal Dependencies parses, as Clark et al. 2019 and Voita et al. 2019 do.")
-    path = ud_dev_file()
+    path = str(conllu.ud_english_dev())
     sentences, why = cache.ud_sentences(path)
     rep = None
     if sentences is None:

@@ -1,6 +1,6 @@
 """Dependency parses as UDSentence: read from CoNLL-U files (gold), or made by spaCy for typed text.
 
-read_conllu and parse_conllu read UD treebanks (default DEFAULT_CONLLU: UD English EWT dev, read in place);
+read_conllu and parse_conllu read UD treebanks (default: ud_english_dev(), UD English EWT dev, read in place);
 read_figure5 the paper's Figure 4/5 sentence, parsed by hand; automatic_parse a typed sentence (spaCy, optional).
 SyntaxDataError is the error for a file or sentence that cannot be used. core.studies.syntax scores heads on them.
 """
@@ -13,7 +13,9 @@ from core.paths import shared_eval
 from core.tokenizer import clean_text
 
 # evaluation data only: read in place outside the project (core/paths.py), never copied in
-DEFAULT_CONLLU = shared_eval("ud-english-ewt", "en_ewt-ud-dev.conllu")
+def ud_english_dev() -> Path:
+    """The UD English EWT dev file, read in place (core.paths; resolved per call, so ATTN_EXPLORER_SHARED moves it)."""
+    return shared_eval("ud-english-ewt", "en_ewt-ud-dev.conllu")
 # a gold parse of the paper's Figure 4/5 sentence (core.studies.paper_figures.FIGURE45_SENTENCE), made by hand
 FIGURE5_PARSE = Path(__file__).parent / "probes" / "figure5_en.conllu"
 COLUMNS = "ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC".split()
@@ -123,13 +125,14 @@ def _sentence(block: list[tuple[int, str]], name: str) -> UDSentence:
                       first_line)
 
 
-def read_conllu(path=DEFAULT_CONLLU) -> list[UDSentence]:
-    """The sentences of a CoNLL-U file; SyntaxDataError with a readable message for a missing or garbled one."""
-    path = Path(path)
+def read_conllu(path=None) -> list[UDSentence]:
+    """The sentences of a CoNLL-U file (None: ud_english_dev()); SyntaxDataError with a readable message for a
+    missing or garbled one."""
+    path = Path(path) if path is not None else ud_english_dev()
     if path.is_dir():
-        raise SyntaxDataError(f"{path} is a folder: give the CoNLL-U file itself (e.g. {DEFAULT_CONLLU.name}).")
+        raise SyntaxDataError(f"{path} is a folder: give the CoNLL-U file itself (e.g. {ud_english_dev().name}).")
     if not path.is_file():
-        raise SyntaxDataError(f"The CoNLL-U file {path} does not exist. The default is {DEFAULT_CONLLU} "
+        raise SyntaxDataError(f"The CoNLL-U file {path} does not exist. The default is {ud_english_dev()} "
                               f"(UD English EWT dev; see the README of the folder of evaluation data).")
     try:
         text = path.read_text(encoding="utf-8")

@@ -84,7 +84,8 @@ def main(argv=None):
             rates[name] += got
             print(f"round {r + 1}, {name}: median {statistics.median(got):.0f} tokens/s", file=sys.stderr, flush=True)
     medians = {name: round(statistics.median(v), 1) for name, v in rates.items()}
-    print(json.dumps({"baseline": args.baseline, "set": args.set, "this_set": args.this_set, "tokens_per_s": medians, "steps_counted": len(rates["baseline"]),
+    print(json.dumps({"baseline": args.baseline, "set": args.set, "this_set": args.this_set,
+                      "tokens_per_s": medians, "steps_counted": len(rates["baseline"]),
                       "speed_up": round(medians["this tree"] / medians["baseline"], 3)}))
 
 
