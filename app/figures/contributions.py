@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from app.figures.tokens import safe, tick_angle
+from app.figures.tokens import label_font, safe, tick_angle
 
 SOURCE, PREFIX = "#2e86c1", "#e67e22"
 FAITH_COLUMNS = {"method": "method", "what": "what it ranks by", "words": "words", "mean_drop": "mean drop (nats)",
@@ -17,6 +17,7 @@ def source_share_figure(words: list[str], share: np.ndarray, title: str = "", wi
     """One stacked bar per generated word: the share of its prediction from the source and from the prefix (ALTI+)."""
     share = np.clip(np.asarray(share, dtype=float), 0.0, 1.0)
     labels = [f"{safe(w)} ({i + 1})" for i, w in enumerate(words)]    # a word written twice keeps two bars
+    font = label_font(len(labels))                                    # as the heatmaps' labels
     fig = go.Figure([
         go.Bar(x=labels, y=share, name="from the source", marker_color=SOURCE,
                hovertemplate="%{x}: %{y:.0%} from the source<extra></extra>"),
@@ -24,7 +25,8 @@ def source_share_figure(words: list[str], share: np.ndarray, title: str = "", wi
                hovertemplate="%{x}: %{y:.0%} from the words written before<extra></extra>")])
     fig.update_layout(barmode="stack", title=dict(text=safe(title), x=0.0), height=380,
                       yaxis=dict(title="share of the prediction", tickformat=".0%", range=[0, 1]),
-                      xaxis=dict(tickangle=tick_angle(labels, width - 70, 12)), plot_bgcolor="white",
+                      xaxis=dict(tickangle=tick_angle(labels, width - 70, font), tickfont=dict(size=font)),
+                      plot_bgcolor="white",
                       legend=dict(orientation="h", y=1.12, x=0), margin=dict(l=60, r=10, t=80, b=80))
     return fig
 

@@ -7,7 +7,7 @@ from app.figures.alignment import alignment_figure
 from app.figures.attention import heatmap_figure
 from app.figures.heads import comparison_maps, maps_side_by_side
 from app.figures.pronouns import attention_from_figure
-from app.figures.tokens import token_heatmap, token_keys
+from app.figures.tokens import label_font, token_heatmap, token_keys
 
 ROWS = ["<s>", "▁Ein", "▁Mann", "<0x39>", "▁Mann"]
 COLS = ["▁A", "▁man", "▁<b>", "</s>"]
@@ -87,3 +87,5 @@ def test_side_by_side_maps_and_share_bars_keep_short_labels_level():
     assert crowded.layout.xaxis.tickangle == crowded.layout.xaxis3.tickangle == -90
     assert source_share_figure(["Die", "Stadt"], np.array([0.6, 0.7])).layout.xaxis.tickangle == 0
     assert source_share_figure(many, np.full(40, 0.5), width=600).layout.xaxis.tickangle != 0
+    # the bars' labels are set in the size their angle was worked out for: smaller for a longer sentence
+    assert source_share_figure(many, np.full(40, 0.5)).layout.xaxis.tickfont.size == label_font(40) < label_font(2)
