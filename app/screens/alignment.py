@@ -98,17 +98,19 @@ def head_map(maps: al.SentenceMaps, pair, choice: tuple) -> None:
     """The candidate's map with its links, and with gold its scores on this pair."""
     layer, head, shift, method, threshold = choice
     found = al.head_links(maps, layer, head, shift, method, threshold, pair)
+    title = f"{label(layer, head)}, shift '{shift}', {method}"
+    # the map first, so that it starts on the first screen of a 1280 x 720 projector; its scores below it
+    show_figure(figs.alignment_figure(found.attn, maps.rows, maps.cols, found.links, found.gold, title),
+                f"alignment_{layer}_{head}_{shift}", key="al_map")
+    st.caption(f"Shift '{shift}': {al.SHIFTS[shift]}. Rows are German words, columns English words; a word's row is "
+               "the mean of its pieces' rows, its column the sum of its pieces' columns, renormalised without </s>.")
     if found.scores is not None:
         m1, m2, m3 = st.columns(3)
         m1.metric("AER of this pair", pct(found.scores["aer"]), help="Lower is better.")
         m2.metric("Precision", pct(found.scores["precision"]),
                   help="Share of its links that are sure or possible gold links.")
         m3.metric("Recall", pct(found.scores["recall"]), help="Share of the sure gold links it found.")
-    title = f"{label(layer, head)}, shift '{shift}', {method}"
-    show_figure(figs.alignment_figure(found.attn, maps.rows, maps.cols, found.links, found.gold, title),
-                f"alignment_{layer}_{head}_{shift}", key="al_map")
-    st.caption(f"Shift '{shift}': {al.SHIFTS[shift]}. Rows are German words, columns English words; a word's row is "
-               "the mean of its pieces' rows, its column the sum of its pieces' columns, renormalised without </s>.")
+    st.markdown(AER_TEXT)
 
 
 def every_head(name: str, model, card: dict, pairs, tokenized: bool) -> None:
@@ -139,8 +141,7 @@ def every_head(name: str, model, card: dict, pairs, tokenized: bool) -> None:
 ckpt, model = cache.model_or_stop()
 st.title("Alignment")
 st.caption("Does a head of the encoder-decoder attention link each German word with the English word it "
-           "translates? Its links are compared with links drawn by people.")
-st.markdown(AER_TEXT)
+           "translates? Its links are compared with links drawn by people (their AER is explained below the map).")
 folder = gold_folder()
 pairs, why = cache.gold_pairs(folder)
 card = model.card.alignment or {}

@@ -34,10 +34,6 @@ if t:
     shown = ("preset", "max_tokens", "warmup", "lr_scale", "accum", "clip", "overrides")
     st.caption("Training settings: " + ", ".join(f"{k} {v}" for k, v in t.items() if k in shown)
                + (f"; {describe_cooldown(t['cooldown'])}" if t.get("cooldown") else ""))
-with st.expander("The whole card (card.json) and config (config.json)"):
-    st.json(card.to_dict(), expanded=1)
-    st.json(json.loads(model.cfg.to_json()), expanded=False)
-
 st.header("Training curves")
 steps, valids = read_train_log(Path(folder) / "train_log.jsonl") if folder else (None, None)
 charts = training_charts(steps, valids) if folder else {}
@@ -54,6 +50,10 @@ else:
         for col, key in zip(st.columns(2), names[i:i + 2]):
             with col:
                 show_figure(charts[key], f"{name}_{key}", key=f"ckpt_curve_{key}")
+
+with st.expander("The whole card (card.json) and config (config.json)"):     # below the curves: a chart on screen 1
+    st.json(card.to_dict(), expanded=1)
+    st.json(json.loads(model.cfg.to_json()), expanded=False)
 
 st.header("When did the heads appear?")
 st.write("At every attention snapshot taken during training: the best head for the paper's Figure 3 "

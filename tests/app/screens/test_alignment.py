@@ -105,3 +105,18 @@ def test_own_sentence_without_gold(env, tmp_path, monkeypatch):
     assert ok(at) and charts(at)
     at.text_input(key="al_src").set_value("   ").run()
     assert any("cannot be aligned" in w.value for w in ok(at).warning)
+
+
+def in_page_order(node):
+    """Every element under node, in the order the page shows them."""
+    yield node
+    for key in sorted(getattr(node, "children", {}) or {}):
+        yield from in_page_order(node.children[key])
+
+
+def test_the_map_comes_before_its_scores_and_the_aer_explanation(env):
+    # so that the map starts on the first screen of a 1280 x 720 projector (it was at 793 px, now ~610)
+    shown = [(e.type, str(getattr(e, "value", ""))) for e in in_page_order(page("plain").main)]
+    kinds = [kind for kind, _ in shown]
+    aer = next(i for i, (kind, text) in enumerate(shown) if kind == "markdown" and "alignment error rate" in text)
+    assert kinds.index("plotly_chart") < kinds.index("metric") and kinds.index("plotly_chart") < aer
