@@ -25,7 +25,7 @@ from core import Tokenizer, Transformer, make_optimizer, preset
 from core.data import collate, token_batches
 from core.training.state import load_state, read_info
 from core.checkpoint import write_json
-from core.training.memory import keep_freed_memory
+from core.training.memory import keep_freed_memory, keep_matmul_kernels
 from core.training.precision import autocast, pick_precision
 from core.training.probes import Probes
 from core.training.run import EpochPairs, JsonlLog, StopSignal, finished, hardware, overrides, progress
@@ -101,6 +101,7 @@ def main(argv=None):
     cli.set_threads(args.threads)
     if device.type == "cpu":
         keep_freed_memory()
+        keep_matmul_kernels()       # before the model's first matmul
     torch.manual_seed(args.seed)
     run = Path(args.run)
     main_proc = rank == 0

@@ -14,6 +14,10 @@ from safetensors.torch import save as st_save
 
 from core.checkpoint import atomic_write, unique_state_dict
 
+# Options that choose how torch runs the optimiser, not what it computes: a resumed run takes these from the
+# optimiser made by today's code (a saved {"fused": None} would otherwise turn today's fused Adam off).
+IMPLEMENTATION = ("fused", "foreach", "capturable", "differentiable")
+
 
 def save_state(path, model, opt, sched, info: dict) -> None:
     """info: JSON-able scalars (step, epoch, position in the epoch, elapsed time, ...)."""
@@ -55,7 +59,10 @@ def load_state(path, model, opt, sched) -> dict:
         if k.startswith("optim."):
             _, idx, key = k.split(".", 2)
             state.setdefault(int(idx), {})[key] = v
-    opt.load_state_dict({"state": state, "param_groups": json.loads(meta["param_groups"])})
+    groups = json.loads(meta["param_groups"])
+    for saved, now in zip(groups, opt.param_groups):     # lr, betas, eps: the run's; the kernel: today's
+        saved.update({k: now[k] for k in IMPLEMENTATION if k in now})
+    opt.load_state_dict({"state": state, "param_groups": groups})
     sched.load_state_dict({**json.loads(meta["sched"]), "lr_lambdas": [None] * len(opt.param_groups)})
     torch.set_rng_state(tensors["rng.cpu"])
     if "rng.cuda" in tensors and torch.cuda.is_available():

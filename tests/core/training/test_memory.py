@@ -4,6 +4,7 @@
 pages kept blocks out now and then, so a test counting faults would flake. scripts/bench measures it.)
 """
 import ctypes
+import os
 import platform
 
 import pytest
@@ -37,3 +38,11 @@ def test_without_glibc_it_does_nothing_and_says_so(monkeypatch):
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="needs glibc's malloc")
 def test_the_real_glibc_accepts_both_settings():
     assert memory.keep_freed_memory() is True
+
+
+def test_it_raises_the_kernel_caches_unless_the_user_set_them(monkeypatch):
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    monkeypatch.setenv("LRU_CACHE_CAPACITY", "7")
+    memory.keep_matmul_kernels()
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == str(memory.KERNEL_CACHE)
+    assert os.environ["LRU_CACHE_CAPACITY"] == "7"
