@@ -1,4 +1,5 @@
-"""keep_freed_memory: glibc's malloc told to keep freed blocks, and a quiet no-op where there is no glibc.
+"""keep_freed_memory: glibc's malloc told to keep freed blocks, and a quiet no-op where there is no glibc;
+keep_matmul_kernels: oneDNN's kernel caches raised unless the user set them.
 
 (Whether the kernel then spares the page faults is the kernel's business: this machine's memory reclaimer
 pages kept blocks out now and then, so a test counting faults would flake. scripts/bench measures it.)
@@ -41,8 +42,7 @@ def test_the_real_glibc_accepts_both_settings():
 
 
 def test_it_raises_the_kernel_caches_unless_the_user_set_them(monkeypatch):
-    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
-    monkeypatch.setenv("LRU_CACHE_CAPACITY", "7")
+    monkeypatch.setattr(os, "environ", {"LRU_CACHE_CAPACITY": "7"})   # a copy: the real environment is left alone
     memory.keep_matmul_kernels()
     assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == str(memory.KERNEL_CACHE)
     assert os.environ["LRU_CACHE_CAPACITY"] == "7"
