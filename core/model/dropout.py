@@ -20,20 +20,39 @@ import torch.nn.functional as F
 from torch import nn
 
 
+LANES = 64   # int16 lanes a row of the mask's comparison: a (rows, 4)-shaped compare did not vectorise
+
+
+def _lane_thresholds(p: float, device) -> torch.Tensor:
+    """(LANES,) int16: drop a lane below its threshold (p of the low lanes' [-2^15, 2^15), of the top's [0, 2^15))."""
+    return torch.tensor(([round(p * 65536) - 32768] * 3 + [round(p * 32768)]) * (LANES // 4), dtype=torch.int16,
+                        device=device)
+
+
+def _random_lanes(n: int, device) -> torch.Tensor:
+    """(rows, LANES) int16 view of (n + 3) // 4 random 64-bit words (little-endian: the top lane last); the tail of
+    the last row, past n, is not drawn (and cut off by the callers), so the masks do not depend on LANES."""
+    words = torch.empty(-(-n // LANES) * (LANES // 4), dtype=torch.int64, device=device)
+    words[: (n + 3) // 4].random_()
+    return words.view(torch.int16).view(-1, LANES)
+
+
 def keep_mask(shape, p: float, device="cpu") -> torch.Tensor:
     """A bool tensor of `shape`, True (keep) with probability 1 - p, drawn from torch's generator."""
     n = math.prod(shape)
-    words = torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_()
-    lanes = words.view(torch.int16).view(-1, 4)              # (words, 4): little-endian, the top lane last
-    # drop where a lane is below its threshold: p of the low lanes' [-2^15, 2^15), p of the top one's [0, 2^15)
-    drop_below = torch.tensor([round(p * 65536) - 32768] * 3 + [round(p * 32768)], dtype=torch.int16,
-                              device=device)
-    return (lanes >= drop_below).view(-1)[:n].view(shape)
+    return (_random_lanes(n, device) >= _lane_thresholds(p, device)).view(-1)[:n].view(shape)
 
 
 def scaled_keep(shape, p: float, dtype, device="cpu") -> torch.Tensor:
-    """The inverted-dropout factors: 0 with probability p, else 1 / (1 - p), in `dtype`."""
-    return keep_mask(shape, p, device).to(dtype).mul_(1.0 / (1.0 - p))
+    """The inverted-dropout factors: 0 with probability p, else 1 / (1 - p), in `dtype` (keep_mask's draws).
+
+    The comparison writes 0/1 into an int16 tensor, which converts to `dtype` fast; a bool mask's conversion
+    and comparison cost ~2x more (a (3500, 1024) bf16 mask: ~5.5 against ~11.5 ms, 1 thread, measured here).
+    """
+    n = math.prod(shape)
+    lanes = _random_lanes(n, device)
+    keep = torch.ge(lanes, _lane_thresholds(p, device), out=torch.empty_like(lanes))
+    return keep.view(-1)[:n].view(shape).to(dtype).mul_(1.0 / (1.0 - p))
 
 
 def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:

@@ -32,6 +32,26 @@ def test_rows_sum_to_one_and_mask():
     assert torch.allclose(out, probs @ v)
 
 
+
+def test_bf16_scores_are_softmaxed_in_fp32_and_stay_bf16():
+    """Under autocast the probabilities keep the scores' dtype, and values and gradients match an fp32 softmax
+    rounded to bf16 (the fp32 path exists for speed on a CPU, it must not change the numbers)."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 8, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    mask = torch.ones(2, 1, 1, 5, dtype=torch.bool)
+    mask[1, ..., 3:] = False
+    out, probs = core.scaled_dot_product_attention(q, k, v, mask)
+    assert probs.dtype == out.dtype == torch.bfloat16
+    assert torch.all(probs[1, ..., 3:] == 0)
+    q32, k32, v32 = (t.detach().float().requires_grad_() for t in (q, k, v))
+    out32, probs32 = core.scaled_dot_product_attention(q32, k32, v32, mask)
+    assert torch.allclose(probs.float(), probs32, atol=1e-2)
+    assert torch.allclose(out.float(), out32, atol=3e-2)
+    out.float().square().sum().backward()
+    out32.square().sum().backward()
+    for lo, hi in ((q, q32), (k, k32), (v, v32)):
+        assert torch.allclose(lo.grad.float(), hi.grad, atol=0.1, rtol=0.05)
+
 def _padded_batch():
     src = torch.tensor([[5, 6, 7, 8, 9, 3], [10, 11, 3, 0, 0, 0]])
     tgt = torch.tensor([[2, 12, 13, 14, 15], [2, 16, 17, 0, 0]])

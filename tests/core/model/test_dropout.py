@@ -18,6 +18,29 @@ def test_keep_mask_keeps_1_minus_p_in_every_lane():
             assert share == pytest.approx(1 - p, abs=5 * (p * (1 - p) / 100_000) ** 0.5), (p, lane)
 
 
+
+def _four_lane_mask(n, p):
+    """The mask as this file first drew it: (n + 3) // 4 words, compared as (words, 4) int16 lanes."""
+    lanes = torch.empty((n + 3) // 4, dtype=torch.int64).random_().view(torch.int16).view(-1, 4)
+    return (lanes >= torch.tensor([round(p * 65536) - 32768] * 3 + [round(p * 32768)], dtype=torch.int16)).view(-1)[:n]
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 1000, 4097])
+def test_masks_are_the_same_draws_as_the_four_lane_mask(n):
+    """Rows of 64 lanes are only a faster layout: the same seed gives the same mask (so a run resumed across
+    the change repeats its dropout), and scaled_keep's factors are that mask, scaled."""
+    from core.model.dropout import scaled_keep
+    torch.manual_seed(n)
+    refs = [_four_lane_mask(n, 0.1), _four_lane_mask(n, 0.3)]        # two in a row: the generator moves on alike
+    torch.manual_seed(n)
+    assert torch.equal(keep_mask((n,), 0.1), refs[0]) and torch.equal(keep_mask((n,), 0.3), refs[1])
+    for dtype in (torch.bfloat16, torch.float32):
+        torch.manual_seed(n)
+        factors, ref = scaled_keep((n,), 0.1, dtype), refs[0]
+        assert factors.dtype == dtype and torch.equal(scaled_keep((n,), 0.3, dtype) != 0, refs[1])
+        torch.testing.assert_close(factors, ref.to(dtype) / torch.tensor(0.9, dtype=dtype))
+
+
 def test_dropout_zeroes_scales_and_passes_the_gradient_through_the_kept_elements():
     torch.manual_seed(1)
     x = torch.randn(64, 200, requires_grad=True)
