@@ -32,7 +32,6 @@ def test_rows_sum_to_one_and_mask():
     assert torch.allclose(out, probs @ v)
 
 
-
 def test_bf16_scores_are_softmaxed_in_fp32_and_stay_bf16():
     """Under autocast the probabilities keep the scores' dtype, and values and gradients match an fp32 softmax
     rounded to bf16 (the fp32 path exists for speed on a CPU, it must not change the numbers)."""
@@ -51,6 +50,7 @@ def test_bf16_scores_are_softmaxed_in_fp32_and_stay_bf16():
     out32.square().sum().backward()
     for lo, hi in ((q, q32), (k, k32), (v, v32)):
         assert torch.allclose(lo.grad.float(), hi.grad, atol=0.1, rtol=0.05)
+
 
 def _padded_batch():
     src = torch.tensor([[5, 6, 7, 8, 9, 3], [10, 11, 3, 0, 0, 0]])

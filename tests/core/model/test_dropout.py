@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import core
-from core.model.dropout import Dropout, dropout, keep_mask
+from core.model.dropout import Dropout, dropout, keep_mask, scaled_keep
 
 
 def test_keep_mask_keeps_1_minus_p_in_every_lane():
@@ -18,7 +18,6 @@ def test_keep_mask_keeps_1_minus_p_in_every_lane():
             assert share == pytest.approx(1 - p, abs=5 * (p * (1 - p) / 100_000) ** 0.5), (p, lane)
 
 
-
 def _four_lane_mask(n, p):
     """The mask as this file first drew it: (n + 3) // 4 words, compared as (words, 4) int16 lanes."""
     lanes = torch.empty((n + 3) // 4, dtype=torch.int64).random_().view(torch.int16).view(-1, 4)
@@ -29,7 +28,6 @@ def _four_lane_mask(n, p):
 def test_masks_are_the_same_draws_as_the_four_lane_mask(n):
     """Rows of 64 lanes are only a faster layout: the same seed gives the same mask (so a run resumed across
     the change repeats its dropout), and scaled_keep's factors are that mask, scaled."""
-    from core.model.dropout import scaled_keep
     torch.manual_seed(n)
     refs = [_four_lane_mask(n, 0.1), _four_lane_mask(n, 0.3)]        # two in a row: the generator moves on alike
     torch.manual_seed(n)
