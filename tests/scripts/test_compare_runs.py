@@ -1,0 +1,50 @@
+"""scripts/compare_runs.py: two runs' dev scores at equal wall-clock, from logs written as train.py writes them."""
+from __future__ import annotations
+
+import json
+
+from scripts import compare_runs
+
+
+def write_log(run, steps_per_minute: float, valid_every: int, last_step: int, ppl0: float = 100.0):
+    """A train_log.jsonl of a run doing steps_per_minute, validating every valid_every steps (ppl falling)."""
+    run.mkdir(parents=True)
+    lines = []
+    for step in range(1, last_step + 1):
+        lines.append({"step": step, "loss": 5.0, "elapsed_s": round(step / steps_per_minute * 60, 2)})
+        if step % valid_every == 0:
+            lines.append({"kind": "valid", "step": step, "ppl": ppl0 / step, "bleu": step / 100,
+                          "pronouns": {"accuracy": 0.5, "feminine": 0.25}})
+    (run / "train_log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_each_run_is_read_at_the_same_minutes(tmp_path, capsys):
+    write_log(tmp_path / "fast", steps_per_minute=100, valid_every=500, last_step=3000)   # at 5, 10 ... 30 min
+    write_log(tmp_path / "slow", steps_per_minute=50, valid_every=500, last_step=2000)    # at 10, 20, 30, 40 min
+    out = tmp_path / "cmp.json"
+    assert compare_runs.main([str(tmp_path / "fast"), str(tmp_path / "slow"), "--every", "10", "--json", str(out)]) == 0
+    table = json.loads(out.read_text())["table"]
+    assert [row["minutes"] for row in table] == [10, 20, 30]        # up to the first run's last validation (30 min)
+    fast, slow = str(tmp_path / "fast"), str(tmp_path / "slow")
+    assert [row[fast]["step"] for row in table] == [1000, 2000, 3000]
+    assert [row[slow]["step"] for row in table] == [500, 1000, 1500]
+    assert "step   3000" in capsys.readouterr().out
+
+
+def test_a_time_between_validations_takes_the_latest_before_it(tmp_path):
+    write_log(tmp_path / "a", steps_per_minute=100, valid_every=700, last_step=2800)   # at 7, 14, 21, 28 min
+    write_log(tmp_path / "b", steps_per_minute=100, valid_every=500, last_step=3000)   # at 5, 10 ... 30 min
+    table = compare_runs.at_equal_time({"a": compare_runs.validations(tmp_path / "a"),
+                                        "b": compare_runs.validations(tmp_path / "b")}, every=10)
+    assert [(row["minutes"], row["a"]["step"], row["b"]["step"]) for row in table] == [(10, 700, 1000),
+                                                                                      (20, 1400, 2000)]
+
+
+def test_a_folder_without_a_log_or_validations_is_named(tmp_path, capsys):
+    write_log(tmp_path / "ok", steps_per_minute=100, valid_every=500, last_step=1000)
+    (tmp_path / "empty").mkdir()
+    assert compare_runs.main([str(tmp_path / "ok"), str(tmp_path / "empty")]) == 2
+    assert "empty has no train_log.jsonl" in capsys.readouterr().err
+    write_log(tmp_path / "young", steps_per_minute=100, valid_every=500, last_step=400)   # no validation yet
+    assert compare_runs.main([str(tmp_path / "ok"), str(tmp_path / "young")]) == 2
+    assert "has no validation yet" in capsys.readouterr().err
