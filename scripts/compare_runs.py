@@ -41,15 +41,13 @@ def validations(run) -> list[dict]:
 
 
 def at_equal_time(runs: dict[str, list[dict]], every: float) -> list[dict]:
-    """[{minutes, name: the latest validation by then, or None}] every `every` minutes, up to the time where
-    the run that stopped first made its last validation (beyond it, one side would have no new score)."""
+    """[{minutes, name: that run's latest validation by then}] every `every` minutes, from the time every run has
+    one up to the time where the run that stopped first made its last (beyond it, one side has no new score)."""
     end = min(v[-1]["minutes"] for v in runs.values())
-    start = max(v[0]["minutes"] for v in runs.values())        # before it, some run has no score at all
-    table, t = [], every * -(-start // every)                  # the first multiple of `every` from `start` on
-    while t <= end + 1e-9:
-        table.append({"minutes": t, **{name: [x for x in v if x["minutes"] <= t][-1] for name, v in runs.items()}})
-        t += every
-    return table
+    first = int(-(-max(v[0]["minutes"] for v in runs.values()) // every))    # the first multiple with a score each
+    times = [k * every for k in range(first, int(end // every + 1e-9) + 1)]
+    return [{"minutes": t, **{name: [x for x in v if x["minutes"] <= t][-1] for name, v in runs.items()}}
+            for t in times]
 
 
 def fmt(v: dict) -> str:
