@@ -15,7 +15,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from core.checkpoint import read_jsonl, write_json
+from core.checkpoint import write_json
+from core.checkpoint.jsonl import split_train_log
 from scripts import cli
 
 
@@ -26,11 +27,11 @@ def validations(run) -> list[dict]:
     path = Path(run) / "train_log.jsonl"
     if not path.exists():
         raise ValueError(f"{run} has no train_log.jsonl: is it a run folder of scripts/train.py (its --run)?")
-    rows = read_jsonl(path, skip_bad=True)            # a run may still be writing it
-    elapsed = {r["step"]: r["elapsed_s"] for r in rows if "elapsed_s" in r and "step" in r}
+    steps, valids = split_train_log(path)              # a run may still be writing it
+    elapsed = {r["step"]: r["elapsed_s"] for r in steps if "elapsed_s" in r}
     out = []
-    for r in rows:
-        if r.get("kind") != "valid" or r.get("step") not in elapsed:
+    for r in valids:
+        if r["step"] not in elapsed:
             continue
         pron = r.get("pronouns") or {}
         out.append({"minutes": round(elapsed[r["step"]] / 60, 1), "step": r["step"], "ppl": r.get("ppl"),

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from core.checkpoint.card import Card, as_card
-from core.checkpoint.jsonl import read_jsonl
+from core.checkpoint.jsonl import split_train_log
 # the snapshots' readers live in core.checkpoint.snapshots; named here too for the pages that import them from here
 from core.checkpoint.snapshots import read_probes, read_snapshot, snapshot_steps  # noqa: F401
 from core.studies.paper_figures import LINK_FACTOR
@@ -23,11 +23,7 @@ def read_train_log(path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
     A line that does not parse (the last one while training is still writing it) is skipped.
     """
-    steps, valids = [], []
-    path = Path(path)
-    for row in read_jsonl(path, skip_bad=True) if path.exists() else []:
-        if isinstance(row, dict) and "step" in row:
-            (valids if row.get("kind") == "valid" else steps).append(row)
+    steps, valids = split_train_log(path) if Path(path).exists() else ([], [])
     return pd.DataFrame(steps), pd.DataFrame(valids)
 
 

@@ -24,3 +24,13 @@ def read_jsonl(path, skip_bad: bool = False, numbered: bool = False) -> list:
             continue
         rows.append((n, row) if numbered else row)
     return rows
+
+
+def split_train_log(path) -> tuple[list[dict], list[dict]]:
+    """(training steps, validations) of a train_log.jsonl that scripts/train.py writes: the records with a step,
+    validations being those of kind "valid". A line cut short (a run still writing) is left out."""
+    steps, valids = [], []
+    for row in read_jsonl(path, skip_bad=True):
+        if isinstance(row, dict) and "step" in row:
+            (valids if row.get("kind") == "valid" else steps).append(row)
+    return steps, valids

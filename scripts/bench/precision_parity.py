@@ -14,7 +14,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
-from core.checkpoint import read_jsonl
+from core.checkpoint.jsonl import split_train_log
 from core.paths import REPO
 
 
@@ -41,9 +41,9 @@ def run_pair(args) -> dict:
 
 def curves(run: Path) -> tuple[dict, float]:
     """(step -> dev loss, median target tokens/s) of one run's log."""
-    lines = read_jsonl(run / "train_log.jsonl", skip_bad=True)       # a killed run may end in half a line
-    dev = {r["step"]: r["loss"] for r in lines if r.get("kind") == "valid"}
-    return dev, statistics.median(r["tokens_per_s"] for r in lines if "tokens_per_s" in r)
+    steps, valids = split_train_log(run / "train_log.jsonl")        # a killed run may end in half a line
+    dev = {r["step"]: r["loss"] for r in valids}
+    return dev, statistics.median(r["tokens_per_s"] for r in steps if "tokens_per_s" in r)
 
 
 def main(argv=None) -> dict:
