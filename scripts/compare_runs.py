@@ -3,12 +3,17 @@
 
     python scripts/compare_runs.py runs/cmp-d256 runs/cmp-d384
     python scripts/compare_runs.py runs/a runs/b --every 10 --json comparison.json
+    python scripts/compare_runs.py runs/news-s16 runs/news-s17 --since-warm-start
 
 Reads each run's train_log.jsonl (scripts/train.py writes it): its validation lines (dev perplexity, greedy
 BLEU, the pronoun test) and the wall time of its steps. Every --every minutes, up to the last validation of the
 run that stopped first, it prints each run's latest validation by then: a larger, slower model is judged on what
 it reaches in the same time, not in the same steps. A validation counts from the time of the step it followed
 (elapsed_s, the run's training time, counted on over --resume and warm starts).
+
+--since-warm-start compares warm starts (train.py --init-from) made from different checkpoints: each run's clock
+starts at the step it was started from (its state's record of the warm start), the checkpoint's own last
+validation is its row at minute 0, and the earlier lines of the log it inherited are left out.
 """
 from __future__ import annotations
 
@@ -17,24 +22,38 @@ from pathlib import Path
 
 from core.checkpoint import write_json
 from core.checkpoint.jsonl import split_train_log
+from core.training.state import read_info
 from scripts import cli
 
 
-def validations(run) -> list[dict]:
+def warm_start_step(run) -> int:
+    """The step a warm-started run began from (train.py's resume state records it); ValueError if it was not one."""
+    state = Path(run) / "state.safetensors"
+    init = (read_info(state).get("init") or {}) if state.exists() else {}
+    if "step" not in init:
+        raise ValueError(f"{run} is not a warm start (its state.safetensors records no --init-from step): "
+                         "leave out --since-warm-start to compare it from its first step")
+    return int(init["step"])
+
+
+def validations(run, since_warm_start: bool = False) -> list[dict]:
     """[{minutes, step, ppl, bleu, pronouns, feminine}] of a run's validations, in time order.
 
+    since_warm_start: minutes and validations count from the run's warm-start step (see warm_start_step).
     Raises ValueError, naming the folder, when it has no log or the log has no timed validation."""
     path = Path(run) / "train_log.jsonl"
     if not path.exists():
         raise ValueError(f"{run} has no train_log.jsonl: is it a run folder of scripts/train.py (its --run)?")
+    start = warm_start_step(run) if since_warm_start else None
     steps, valids = split_train_log(path)              # a run may still be writing it
     elapsed = {r["step"]: r["elapsed_s"] for r in steps if "elapsed_s" in r}
+    zero = elapsed.get(start, 0.0) if start is not None else 0.0
     out = []
     for r in valids:
-        if r["step"] not in elapsed:
+        if r["step"] not in elapsed or (start is not None and r["step"] < start):
             continue
         pron = r.get("pronouns") or {}
-        out.append({"minutes": round(elapsed[r["step"]] / 60, 1), "step": r["step"], "ppl": r.get("ppl"),
+        out.append({"minutes": round((elapsed[r["step"]] - zero) / 60, 1), "step": r["step"], "ppl": r.get("ppl"),
                     "bleu": r.get("bleu"), "pronouns": pron.get("accuracy"), "feminine": pron.get("feminine")})
     if not out:
         raise ValueError(f"{path} has no validation yet: train.py validates every --valid-every steps")
@@ -64,11 +83,13 @@ def main(argv=None) -> int:
     p.add_argument("runs", nargs="+", help="run folders (train.py's --run), two or more")
     p.add_argument("--every", type=float, default=10.0, help="minutes between the rows")
     p.add_argument("--json", metavar="FILE", help="also write the table and every validation to FILE")
+    p.add_argument("--since-warm-start", action="store_true",
+                   help="count each run's minutes from its warm start (train.py --init-from), from minute 0")
     args = p.parse_args(argv)
     if len(args.runs) < 2 or args.every <= 0:
         p.error("give two or more run folders, and --every above 0 minutes")
     try:
-        runs = {str(r): validations(r) for r in args.runs}
+        runs = {str(r): validations(r, args.since_warm_start) for r in args.runs}
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import json
 
+import torch
+from safetensors.torch import save_file
+
 from scripts import compare_runs
 
 
@@ -48,3 +51,30 @@ def test_a_folder_without_a_log_or_validations_is_named(tmp_path, capsys):
     write_log(tmp_path / "young", steps_per_minute=100, valid_every=500, last_step=400)   # no validation yet
     assert compare_runs.main([str(tmp_path / "ok"), str(tmp_path / "young")]) == 2
     assert "has no validation yet" in capsys.readouterr().err
+
+
+def mark_warm_start(run, step: int):
+    """A resume state as train.py writes it for a run warm-started (--init-from) from a checkpoint at `step`."""
+    info = {"step": step + 1000, "init": {"from": "checkpoints/x", "step": step, "rewarm": 200}}
+    save_file({"model.w": torch.zeros(1)}, str(run / "state.safetensors"), metadata={"info": json.dumps(info)})
+
+
+def test_warm_starts_from_different_steps_are_compared_from_their_own_start(tmp_path):
+    write_log(tmp_path / "early", steps_per_minute=100, valid_every=500, last_step=3000)   # started at step 1000
+    write_log(tmp_path / "late", steps_per_minute=50, valid_every=500, last_step=4000)    # started at step 2000
+    mark_warm_start(tmp_path / "early", 1000)
+    mark_warm_start(tmp_path / "late", 2000)
+    runs = {name: compare_runs.validations(tmp_path / name, since_warm_start=True) for name in ("early", "late")}
+    assert runs["early"][0] == {**runs["early"][0], "minutes": 0.0, "step": 1000}   # the checkpoint's own score
+    assert [v["step"] for v in runs["late"]] == [2000, 2500, 3000, 3500, 4000]       # the inherited log left out
+    table = compare_runs.at_equal_time(runs, every=10)
+    assert [(row["minutes"], row["early"]["step"], row["late"]["step"]) for row in table] == [
+        (0, 1000, 2000), (10, 2000, 2500), (20, 3000, 3000)]
+
+
+def test_since_warm_start_names_a_run_that_is_not_one(tmp_path, capsys):
+    write_log(tmp_path / "a", steps_per_minute=100, valid_every=500, last_step=1000)
+    write_log(tmp_path / "b", steps_per_minute=100, valid_every=500, last_step=1000)
+    mark_warm_start(tmp_path / "a", 500)
+    assert compare_runs.main([str(tmp_path / "a"), str(tmp_path / "b"), "--since-warm-start"]) == 2
+    assert "b is not a warm start" in capsys.readouterr().err
