@@ -3,7 +3,7 @@
 
     python scripts/compare_runs.py runs/cmp-d256 runs/cmp-d384
     python scripts/compare_runs.py runs/a runs/b --every 10 --json comparison.json
-    python scripts/compare_runs.py runs/news-s16 runs/news-s17 --since-warm-start
+    python scripts/compare_runs.py runs/news-s17-drop03 runs/news-s17-drop01 --since-warm-start
 
 Reads each run's train_log.jsonl (scripts/train.py writes it): its validation lines (dev perplexity, greedy
 BLEU, the pronoun test) and the wall time of its steps. Every --every minutes, up to the last validation of the
@@ -31,8 +31,8 @@ def warm_start_step(run) -> int:
     state = Path(run) / "state.safetensors"
     init = (read_info(state).get("init") or {}) if state.exists() else {}
     if "step" not in init:
-        raise ValueError(f"{run} is not a warm start (its state.safetensors records no --init-from step): "
-                         "leave out --since-warm-start to compare it from its first step")
+        raise ValueError(f"{run} is not a warm start, or has not saved yet (no state.safetensors recording an "
+                         "--init-from step): leave out --since-warm-start, or wait for its first save")
     return int(init["step"])
 
 
