@@ -44,13 +44,13 @@ def validations(run, since_warm_start: bool = False) -> list[dict]:
     path = Path(run) / "train_log.jsonl"
     if not path.exists():
         raise ValueError(f"{run} has no train_log.jsonl: is it a run folder of scripts/train.py (its --run)?")
-    start = warm_start_step(run) if since_warm_start else None
+    start = warm_start_step(run) if since_warm_start else 0
     steps, valids = split_train_log(path)              # a run may still be writing it
     elapsed = {r["step"]: r["elapsed_s"] for r in steps if "elapsed_s" in r}
-    zero = elapsed.get(start, 0.0) if start is not None else 0.0
+    zero = elapsed.get(start, 0.0)                     # logs start at step 1: no warm start counts from 0 s
     out = []
     for r in valids:
-        if r["step"] not in elapsed or (start is not None and r["step"] < start):
+        if r["step"] not in elapsed or r["step"] < start:
             continue
         pron = r.get("pronouns") or {}
         out.append({"minutes": round((elapsed[r["step"]] - zero) / 60, 1), "step": r["step"], "ppl": r.get("ppl"),

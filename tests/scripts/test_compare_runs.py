@@ -4,8 +4,9 @@ from __future__ import annotations
 import json
 
 import torch
-from safetensors.torch import save_file
 
+from core import make_optimizer
+from core.training.state import save_state
 from scripts import compare_runs
 
 
@@ -54,9 +55,11 @@ def test_a_folder_without_a_log_or_validations_is_named(tmp_path, capsys):
 
 
 def mark_warm_start(run, step: int):
-    """A resume state as train.py writes it for a run warm-started (--init-from) from a checkpoint at `step`."""
+    """A resume state, written by train.py's own save_state, of a run warm-started (--init-from) at `step`."""
+    model = torch.nn.Linear(2, 2)
+    opt, sched = make_optimizer(model, d_model=2, warmup=10)
     info = {"step": step + 1000, "init": {"from": "checkpoints/x", "step": step, "rewarm": 200}}
-    save_file({"model.w": torch.zeros(1)}, str(run / "state.safetensors"), metadata={"info": json.dumps(info)})
+    save_state(run / "state.safetensors", model, opt, sched, info)
 
 
 def test_warm_starts_from_different_steps_are_compared_from_their_own_start(tmp_path):
