@@ -101,10 +101,19 @@ def training_lines(card: Card) -> list:
             f"- Precision: {t['precision']} (the last session's; fp32 weights, optimiser and loss)"
             if t.get("precision") else None,
             (f"- Warm start: from `{t['warm_start']['from']}` at step {t['warm_start']['step']}, "
-             f"{t['warm_start']['optimizer']}, {t['warm_start']['rewarm']} steps of learning-rate re-warm-up")
+             f"{t['warm_start']['optimizer']}, {t['warm_start']['rewarm']} steps of learning-rate re-warm-up"
+             + widened_text(t["warm_start"]))
             if t.get("warm_start") else None,
             f"- Cool-down: {describe_cooldown(t['cooldown'])}" if t.get("cooldown") else None,
             f"- Recipe: `{card.recipe}` (every command that made it, in order)" if card.recipe else None]
+
+
+def widened_text(warm_start: dict) -> str:
+    """The part of the warm-start line that says the model was grown (train.py --widen-ffn)."""
+    if not warm_start.get("widened"):
+        return ""
+    old, new = warm_start["widened"]["d_ff"]
+    return f"; FFNs widened from {old} to {new} hidden units, the new ones starting silent (zero output weights)"
 
 
 def evaluation_lines(card: Card) -> list:

@@ -8,6 +8,7 @@ from safetensors.torch import load_file, save as st_save
 
 from core import Transformer, load_model, save_checkpoint
 from core.checkpoint import atomic_write, read_card, unique_state_dict
+from core.model.grow import load_widened
 from core.paths import portable
 
 from .run import epochs_done, hardware, stop_reason
@@ -18,29 +19,34 @@ from .state import save_state
 TRAINING_ONLY = ("dropout", "attn_dropout", "ffn_dropout", "label_smoothing")
 
 
-def warm_start(folder, model, run: Path, rewarm: int) -> dict:
+def warm_start(folder, model, run: Path, rewarm: int, widen_ffn: bool = False) -> dict:
     """Load a shipped checkpoint's weights into `model` and return the info dict of a run that continues it.
 
     The optimiser is fresh (the checkpoint has no Adam moments): the step count, tokens and wall time
     carry on from its card, the schedule continues from its step after `rewarm` steps of re-warm-up,
-    and its training log seeds the run's, so curves stay whole.
+    and its training log seeds the run's, so curves stay whole. With `widen_ffn` the run's d_ff may be
+    larger than the checkpoint's: the new hidden units start silent (core.model.grow).
     """
     folder = Path(folder)
     src = load_model(folder)
     diff = {k: (v, getattr(model.cfg, k)) for k, v in vars(src.cfg).items()
             if getattr(model.cfg, k) != v and k not in TRAINING_ONLY}
+    widened = diff.pop("d_ff", None) if widen_ffn and model.cfg.d_ff > src.cfg.d_ff else None
     if diff:
         raise SystemExit(f"--init-from {folder}: its config differs from this run's (checkpoint, run): {diff}; "
-                         "use the same --preset and --set options")
-    model.load_state_dict(src.state_dict())
+                         "use the same --preset and --set options"
+                         + ("" if widen_ffn else " (or --widen-ffn with a larger d_ff)"))
+    load_widened(model, src.state_dict())
     tr = read_card(folder).training
     step = int(tr.get("steps", 0))
     if (folder / "train_log.jsonl").exists() and not (run / "train_log.jsonl").exists():
         atomic_write(run / "train_log.jsonl", (folder / "train_log.jsonl").read_bytes())
+    init = {"from": portable(folder), "step": step, "rewarm": rewarm, "optimizer": "fresh Adam"}
+    if widened:
+        init["widened"] = {"d_ff": list(widened)}
     return {"step": step, "epoch": int(tr.get("epochs", 0)) + 1, "pos": 0,   # a new shuffle, not the one it was in
             "elapsed_s": float(tr.get("wall_time_s", 0.0)), "tokens": int(tr.get("target_tokens", 0)),
-            "best_bleu": None,
-            "init": {"from": portable(folder), "step": step, "rewarm": rewarm, "optimizer": "fresh Adam"}}
+            "best_bleu": None, "init": init}
 
 
 def save_all(run: Path, model, opt, sched, info, keep: int) -> None:
