@@ -23,6 +23,7 @@ import torch.distributed as dist
 
 from core import Tokenizer, Transformer, make_optimizer, preset
 from core.data import collate, token_batches
+from core.model.grow import describe_growth
 from core.training.state import load_state, read_info
 from core.checkpoint import write_json
 from core.training.memory import keep_freed_memory, keep_matmul_kernels
@@ -71,9 +72,10 @@ def parse_args(argv=None):
                         "step count, schedule and log carry on)")
     p.add_argument("--rewarm", type=int, default=200,
                    help="with --init-from: steps of linear learning-rate re-warm-up")
-    p.add_argument("--widen-ffn", action="store_true",
-                   help="with --init-from and a larger d_ff (--set d_ff=2048): the checkpoint's FFN units are "
-                        "kept and the new ones start silent (zero output weights), so it starts as it was")
+    p.add_argument("--grow", action="store_true",
+                   help="with --init-from and a larger d_ff or N_dec (--set d_ff=2048 N_dec=6; N_dec needs "
+                        "norm=pre): the checkpoint's FFN units and decoder layers are kept and the new ones start "
+                        "silent (zero output weights), so the model starts as it was")
     p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
                    help="auto: bf16 autocast on CUDA and on CPUs with native bf16, else fp32")
     p.add_argument("--seed", type=int, default=1)
@@ -86,8 +88,8 @@ def parse_args(argv=None):
     if args.cooldown and not 0 < args.cooldown <= args.max_steps:
         p.error("--cooldown STEPS needs --max-steps (the step where the learning rate reaches 0), "
                 "at least STEPS")
-    if args.widen_ffn and not args.init_from:
-        p.error("--widen-ffn grows the checkpoint given by --init-from; give one")
+    if args.grow and not args.init_from:
+        p.error("--grow grows the checkpoint given by --init-from; give one")
     return args
 
 
@@ -126,13 +128,12 @@ def main(argv=None):
     if args.resume:
         info = read_info(state_path)      # the schedule's warm-start offset, before the optimiser is made
     elif args.init_from:
-        info = warm_start(args.init_from, model, run, args.rewarm, args.widen_ffn)
+        info = warm_start(args.init_from, model, run, args.rewarm, args.grow)
         if main_proc:
             print(f"warm start from {args.init_from} at step {info['step']}: fresh optimiser, "
                   f"{args.rewarm} steps of re-warm-up", flush=True)
-            if "widened" in info["init"]:
-                old, new = info["init"]["widened"]["d_ff"]
-                print(f"FFN widened from {old} to {new} hidden units; the new ones start silent", flush=True)
+            if "grown" in info["init"]:
+                print(f"grown: {describe_growth(info['init']['grown'])}", flush=True)
     model = model.to(device)
     init = info.get("init") or {}
     opt, sched = make_optimizer(model, cfg.d_model, args.warmup, args.lr_scale, fused=True,

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from core.checkpoint import Card, as_card, atomic_write, read_card, update_card
+from core.model.grow import describe_growth
 from core.training.schedule import describe_cooldown
 from scripts import cli
 
@@ -102,18 +103,10 @@ def training_lines(card: Card) -> list:
             if t.get("precision") else None,
             (f"- Warm start: from `{t['warm_start']['from']}` at step {t['warm_start']['step']}, "
              f"{t['warm_start']['optimizer']}, {t['warm_start']['rewarm']} steps of learning-rate re-warm-up"
-             + widened_text(t["warm_start"]))
+             + (f"; {describe_growth(t['warm_start']['grown'])}" if t["warm_start"].get("grown") else ""))
             if t.get("warm_start") else None,
             f"- Cool-down: {describe_cooldown(t['cooldown'])}" if t.get("cooldown") else None,
             f"- Recipe: `{card.recipe}` (every command that made it, in order)" if card.recipe else None]
-
-
-def widened_text(warm_start: dict) -> str:
-    """The part of the warm-start line that says the model was grown (train.py --widen-ffn)."""
-    if not warm_start.get("widened"):
-        return ""
-    old, new = warm_start["widened"]["d_ff"]
-    return f"; FFNs widened from {old} to {new} hidden units, the new ones starting silent (zero output weights)"
 
 
 def evaluation_lines(card: Card) -> list:

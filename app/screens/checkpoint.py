@@ -110,6 +110,11 @@ try:
     snap = attention_view(probes[probe], kind, maps=maps)          # labelled as on every page (core.views)
 except (KeyError, ValueError):                                     # tokens missing, or not the maps' sizes
     snap = None
+if snap is not None and kind != "enc_self" and layer >= snap.maps.shape[0] and head < snap.maps.shape[1]:
+    st.info(f"At step {step:,} the decoder had {snap.maps.shape[0]} of its {n_layers} layers: layer {layer + 1} was "
+            "added later, when training grew the model (the card's warm start says when). Pick an earlier layer or "
+            "a later step.")
+    st.stop()
 if snap is None or layer >= snap.maps.shape[0] or head >= snap.maps.shape[1]:
     st.error("This snapshot does not match its probe sentences or this model's sizes; it belongs to another run.")
     st.stop()

@@ -8,7 +8,7 @@ from safetensors.torch import load_file, save as st_save
 
 from core import Transformer, load_model, save_checkpoint
 from core.checkpoint import atomic_write, read_card, unique_state_dict
-from core.model.grow import load_widened
+from core.model.grow import load_grown
 from core.paths import portable
 
 from .run import epochs_done, hardware, stop_reason
@@ -17,33 +17,38 @@ from .state import save_state
 
 # Options that act only while training: a warm start may change them (the weights mean the same).
 TRAINING_ONLY = ("dropout", "attn_dropout", "ffn_dropout", "label_smoothing")
+# Sizes a warm start may grow (train.py --grow): the new parts start silent, so the model starts as it was.
+GROWABLE = ("d_ff", "N_dec")
 
 
-def warm_start(folder, model, run: Path, rewarm: int, widen_ffn: bool = False) -> dict:
+def warm_start(folder, model, run: Path, rewarm: int, grow: bool = False) -> dict:
     """Load a shipped checkpoint's weights into `model` and return the info dict of a run that continues it.
 
     The optimiser is fresh (the checkpoint has no Adam moments): the step count, tokens and wall time
     carry on from its card, the schedule continues from its step after `rewarm` steps of re-warm-up,
-    and its training log seeds the run's, so curves stay whole. With `widen_ffn` the run's d_ff may be
-    larger than the checkpoint's: the new hidden units start silent (core.model.grow).
+    and its training log seeds the run's, so curves stay whole. With `grow` the run's d_ff and (pre-norm)
+    N_dec may be larger than the checkpoint's: the new parts start silent (core.model.grow).
     """
     folder = Path(folder)
     src = load_model(folder)
     diff = {k: (v, getattr(model.cfg, k)) for k, v in vars(src.cfg).items()
             if getattr(model.cfg, k) != v and k not in TRAINING_ONLY}
-    widened = diff.pop("d_ff", None) if widen_ffn and model.cfg.d_ff > src.cfg.d_ff else None
+    grown = {k: list(diff.pop(k)) for k in GROWABLE if grow and k in diff and diff[k][1] > diff[k][0]}
     if diff:
         raise SystemExit(f"--init-from {folder}: its config differs from this run's (checkpoint, run): {diff}; "
                          "use the same --preset and --set options"
-                         + ("" if widen_ffn else " (or --widen-ffn with a larger d_ff)"))
-    load_widened(model, src.state_dict())
+                         + ("" if grow else " (or --grow with a larger d_ff or N_dec)"))
+    try:
+        load_grown(model, src.state_dict())
+    except ValueError as e:
+        raise SystemExit(f"--init-from {folder}: {e}") from None
     tr = read_card(folder).training
     step = int(tr.get("steps", 0))
     if (folder / "train_log.jsonl").exists() and not (run / "train_log.jsonl").exists():
         atomic_write(run / "train_log.jsonl", (folder / "train_log.jsonl").read_bytes())
     init = {"from": portable(folder), "step": step, "rewarm": rewarm, "optimizer": "fresh Adam"}
-    if widened:
-        init["widened"] = {"d_ff": list(widened)}
+    if grown:
+        init["grown"] = grown
     return {"step": step, "epoch": int(tr.get("epochs", 0)) + 1, "pos": 0,   # a new shuffle, not the one it was in
             "elapsed_s": float(tr.get("wall_time_s", 0.0)), "tokens": int(tr.get("target_tokens", 0)),
             "best_bleu": None, "init": init}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Is news-small short of capacity? Session 18 grew the shipped news-small (step 34000, commit bd2e677) as it
-# warm-started it: the FFNs' hidden units doubled from 1024 to 2048 (train.py --widen-ffn, core/model/grow.py: the
+# warm-started it: the FFNs' hidden units doubled from 1024 to 2048 (train.py --grow, core/model/grow.py: the
 # new units start silent, so the first step's loss is the checkpoint's), 14.6M parameters in place of 9.9M, and trained
 # it with session 16's recipe. Its control is session 17's dropout-0.1 arm (compare-dropout-warm-start.sh), the same
 # recipe without the widening. The README ("Which recipe?") gives what they showed. Needs data/wmt-en-de (the first
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 mkdir -p runs/base-34000                 # the step-34000 weights it starts from
 git archive bd2e677 checkpoints/news-small | tar -x --strip-components=2 -C runs/base-34000
 W=(--data data/wmt-en-de --run runs/news-s18-wide --out runs/news-s18-wide-out
-   --init-from runs/base-34000 --widen-ffn --rewarm 200 --preset small --set norm=pre d_ff=2048 --clip 1.0
+   --init-from runs/base-34000 --grow --rewarm 200 --preset small --set norm=pre d_ff=2048 --clip 1.0
    --threads 2 --max-tokens 3500 --warmup 600 --lr-scale 0.4 --precision bf16 --valid-every 500 --bleu-sentences 500
    --valid-sentences 500 --probe-every 500 --no-progress --save-every-steps 400)
 # As run, it was started with --max-steps 41000 and, to fit the session, stopped by SIGTERM at step 34557 and

@@ -77,26 +77,29 @@ def test_cooldown_needs_an_end_step():
 
 
 def test_init_from_a_checkpoint_of_another_shape_is_refused(corpus, parent, tmp_path):
-    with pytest.raises(SystemExit, match="config differs.*--widen-ffn"):
+    with pytest.raises(SystemExit, match="config differs.*--grow"):
         train.main(run_args(corpus[1], tmp_path / "run", "--max-steps", 1, "--init-from", parent[1],
                             "--set", "d_ff=128"))
-    with pytest.raises(SystemExit, match="config differs"):                 # --widen-ffn grows d_ff only
+    with pytest.raises(SystemExit, match="config differs"):                 # --grow makes d_ff larger, never smaller
         train.main(run_args(corpus[1], tmp_path / "run", "--max-steps", 1, "--init-from", parent[1],
-                            "--set", "d_ff=32", "--widen-ffn"))
+                            "--set", "d_ff=32", "--grow"))
+    with pytest.raises(SystemExit, match="only with pre-norm"):             # the parent is post-norm
+        train.main(run_args(corpus[1], tmp_path / "run", "--max-steps", 1, "--init-from", parent[1],
+                            "--set", "N_dec=3", "--grow"))
     with pytest.raises(SystemExit):
-        train.parse_args(["--data", "d", "--run", "r", "--widen-ffn"])
+        train.parse_args(["--data", "d", "--run", "r", "--grow"])
 
 
-def test_widen_ffn_starts_where_the_checkpoint_was(corpus, parent, tmp_path):
+def test_grow_ffn_starts_where_the_checkpoint_was(corpus, parent, tmp_path):
     run, out = tmp_path / "run", tmp_path / "ckpt"
     train.main(run_args(corpus[1], run, "--out", out, "--max-steps", 45, "--max-tokens", 256, "--precision", "fp32",
-                        "--init-from", parent[1], "--rewarm", 5, "--set", "d_ff=128", "--widen-ffn"))
+                        "--init-from", parent[1], "--rewarm", 5, "--set", "d_ff=128", "--grow"))
     log = train_log(run)
     assert log[41]["loss"] < log[1]["loss"] * 0.8                          # warm: the parent's weights, not noise
     card = json.loads((out / "card.json").read_text())
-    assert card["training"]["warm_start"]["widened"] == {"d_ff": [64, 128]}
+    assert card["training"]["warm_start"]["grown"] == {"d_ff": [64, 128]}
     assert json.loads((out / "config.json").read_text())["d_ff"] == 128
-    assert "FFNs widened from 64 to 128 hidden units" in write_card.card_markdown(card)
+    assert "FFNs widened from 64 to 128 hidden units, the new parts starting silent" in write_card.card_markdown(card)
 
 
 def test_a_stop_signal_ends_the_run_after_the_step_and_saves_everything(corpus, tmp_path, monkeypatch):

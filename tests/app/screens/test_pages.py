@@ -40,9 +40,10 @@ def tiny_folder(tmp_path_factory, tokenizer):
     """checkpoints/tiny-app: a tiny model (stops translating at once) with card, log and two snapshots.
 
     Six encoder layers, like the paper's, so that its "layer 5 of 6" exists; max_len 256 so that the
-    paper's sentences fit in the tiny tokenizer's many pieces.
+    paper's sentences fit in the tiny tokenizer's many pieces. Two decoder layers, of which the first
+    snapshot has only one: a model grown after step 150 (train.py --grow).
     """
-    model = stopping_model(len(tokenizer), N=6, N_dec=1)
+    model = stopping_model(len(tokenizer), N=6, N_dec=2)
     cfg = model.cfg
     root = tmp_path_factory.mktemp("checkpoints")
     folder = root / NAME
@@ -60,6 +61,8 @@ def tiny_folder(tmp_path_factory, tokenizer):
     (folder / "snapshots").mkdir()
     for step in STEPS:
         arrays = {f"0_{k}": getattr(r, k).astype(np.float16) for k in ("enc_self", "dec_self", "cross")}
+        if step == STEPS[0]:
+            arrays = {k: a[:1] if "enc" not in k else a for k, a in arrays.items()}
         np.savez_compressed(folder / "snapshots" / f"step_{step:07d}.npz", **arrays)
     probe = {"line": 1, "src": r.src, "tgt": r.tgt, "src_tokens": r.src_tokens, "tgt_tokens": r.tgt_tokens,
              "out_tokens": r.out_tokens}
@@ -153,6 +156,10 @@ def test_checkpoint_page_replays_snapshots(with_tiny):
     assert ok(at) and title().startswith("Step 150")
     at.selectbox(key="snap_kind").set_value("cross").run()
     assert "encoder-decoder" in title()
+    at.selectbox(key="snap_layer").set_value(1).run()            # a decoder layer added after step 150
+    assert ok(at) and not at.error and "the decoder had 1 of its 2 layers: layer 2 was added later" in at.info[-1].value
+    slider.set_value(300).run()
+    assert ok(at) and title().startswith("Step 300") and "layer 2" in title()
 
 
 def test_paper_figures_page_finds_and_draws_heads(with_tiny):
