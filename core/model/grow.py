@@ -31,13 +31,13 @@ def load_grown(model: nn.Module, trained: dict[str, torch.Tensor]) -> None:
     """Copy `trained` weights into `model`, whose FFNs may be wider and whose (pre-norm) decoder may be deeper."""
     state = model.state_dict()
     n_dec = 1 + max((int(m.group(1)) for k in trained if (m := DECODER_LAYER.match(k))), default=-1)
-    new_layers = sorted(set(state) - set(trained))
     unknown = sorted(set(trained) - set(state))
-    added = [k for k in new_layers if (m := DECODER_LAYER.match(k)) and int(m.group(1)) >= n_dec]
-    if unknown or len(added) < len(new_layers):
+    missing = sorted(set(state) - set(trained))
+    added = [k for k in missing if (m := DECODER_LAYER.match(k)) and int(m.group(1)) >= n_dec]   # new layers' weights
+    if unknown or len(added) < len(missing):
         raise ValueError(f"the two models have different parameters: only in the trained one {unknown[:3]}, "
-                         f"only in the grown one {sorted(set(new_layers) - set(added))[:3]}")
-    if added and getattr(model.cfg, "norm", "pre") != "pre":
+                         f"only in the grown one {sorted(set(missing) - set(added))[:3]}")
+    if added and model.cfg.norm != "pre":
         raise ValueError("decoder layers can be added without changing the model only with pre-norm residuals "
                          "(norm=pre); this model uses post-norm")
     with torch.no_grad():
