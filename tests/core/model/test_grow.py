@@ -13,6 +13,13 @@ def batch(seed=1):
     return torch.randint(4, V, (3, 7), generator=g), torch.randint(4, V, (3, 5), generator=g)
 
 
+def trained_looking(model):
+    with torch.no_grad():                                             # trained-looking weights, not init's
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    return model
+
+
 def widened(trained, d_ff):
     wide = tiny_model(V, seed=5, d_ff=d_ff)
     load_grown(wide, trained.state_dict())
@@ -51,13 +58,6 @@ def test_only_a_larger_d_ff_is_accepted(other):
 def test_another_architecture_is_named():
     with pytest.raises(ValueError, match="different parameters"):                # a deeper encoder cannot be grown
         load_grown(tiny_model(V, N=3, norm="pre"), tiny_model(V, norm="pre").state_dict())
-
-
-def trained_looking(model):
-    with torch.no_grad():                                             # trained-looking weights, not init's
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
-    return model
 
 
 def test_a_deeper_pre_norm_decoder_gives_the_same_logits():
