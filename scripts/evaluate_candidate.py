@@ -1,0 +1,152 @@
+#!/usr/bin/env python
+"""Should a newly trained news checkpoint replace the shipped one? Every number the decision needs, in one call.
+
+    python scripts/evaluate_candidate.py runs/news-s20-out                       # against checkpoints/news-small
+    python scripts/evaluate_candidate.py runs/news-s20-out --shipped checkpoints/news-small --json review.json
+
+On the candidate it runs scripts/evaluate.py (newstest2014, decoded as the shipped score was: beam 4, all
+sentences; the card's "test") and scripts/evaluate_pronouns.py (the pronoun test and the held-out anaphora head:
+the card's "pronouns"), then finds the heads of the paper's Figures 3 and 4 on both checkpoints. The shipped
+checkpoint's scores are read from its card, as its own evaluation wrote them. It prints both side by side with
+issue 23's targets (layers and heads counted from 1), and a verdict: replace only for at least REPLACE_GAIN more
+BLEU on the same sentences, beam and length penalty, with both figure links kept (a replacement stays in the
+repository's history for good).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from app.figures.paper import find_heads
+from core import CheckpointError, load_checkpoint
+from core.checkpoint import Card, read_card, write_json
+from core.studies import paper_figures as pf
+from scripts import cli, evaluate, evaluate_pronouns
+
+SHIPPED = "checkpoints/news-small"
+REPLACE_GAIN = 0.5          # BLEU a replacement must add (README, "Which recipe?")
+LINKED_FIGURES = (3, 4)
+TARGETS = {"bleu": 16.0, "accuracy": 0.70, "feminine": 0.50, "anaphora": 0.30}   # issue 23
+SAME_TEST = ("sentences", "beam", "alpha", "references")     # what two "test" entries must share to compare
+
+
+def parse_args(argv=None):
+    p = cli.parser(__doc__)
+    cli.add_checkpoint(p, help="the candidate: a checkpoint folder (train.py's --out)")
+    p.add_argument("--shipped", default=SHIPPED, help=f"the checkpoint it would replace (default: {SHIPPED})")
+    p.add_argument("--reuse-test", action="store_true",
+                   help="keep the candidate's newstest score if its card already has one measured like the shipped's")
+    p.add_argument("--limit", type=int, default=0, help="translate only the first N test sentences (a quick look; "
+                                                        "no verdict unless the shipped was scored on as many)")
+    p.add_argument("--json", metavar="FILE", help="also write the review to FILE")
+    cli.add_threads(p)
+    cli.add_progress(p)
+    return p.parse_args(argv)
+
+
+def figure_links(tm) -> dict:
+    """Figure number -> {"linked", "layer", "head", "score"} of the best head (layer and head counted from 1), or
+    {"linked": None, "problem"} where the paper's words cannot be found (a tokenizer that lacks their letters)."""
+    out = {}
+    for number in LINKED_FIGURES:
+        sentence = pf.FIGURES[number][1]
+        try:
+            found, _ = find_heads(number, tm.attend(sentence), sentence)
+        except ValueError as e:
+            out[number] = {"linked": None, "problem": str(e)}
+            continue
+        best = found.best
+        out[number] = {"linked": bool(found.linked), "layer": int(best["layer"]) + 1, "head": int(best["head"]) + 1,
+                       "score": round(float(best["score"]), 3), "threshold": found.threshold}
+    return out
+
+
+def scores(card: Card, links: dict) -> dict:
+    """The numbers a review compares, from a card (its "test" and "pronouns") and its figure links."""
+    test, pronouns = card.test or {}, card.pronouns or {}
+    head = pronouns.get("anaphora_head") or {}
+    return {"test": {k: test.get(k) for k in ("bleu", "chrf", *SAME_TEST)},
+            "accuracy": pronouns.get("accuracy"), "feminine": pronouns.get("feminine"),
+            "anaphora": head.get("hit_rate_second_half"),
+            "anaphora_head": [head["layer"], head["head"]] if head else None,
+            "figures": links}
+
+
+def verdict(shipped: dict, candidate: dict) -> tuple[bool, str]:
+    """(replace?, why) from two scores() dicts."""
+    a, b = shipped["test"], candidate["test"]
+    if a.get("bleu") is None:
+        return False, "the shipped card has no newstest score to compare with: run scripts/evaluate.py on it."
+    differ = [k for k in SAME_TEST if a.get(k) != b.get(k)]
+    if differ:
+        return False, (f"not comparable: the two newstest scores differ in {', '.join(differ)} "
+                       f"({', '.join(f'{a.get(k)} against {b.get(k)}' for k in differ)}).")
+    lost = [n for n, f in shipped["figures"].items() if f["linked"] and not candidate["figures"][n]["linked"]]
+    gain = b["bleu"] - a["bleu"]
+    if lost:
+        return False, (f"keep the shipped one: the candidate loses the Figure {' and '.join(map(str, lost))} "
+                       f"link{'s' if len(lost) > 1 else ''}.")
+    if gain < REPLACE_GAIN - 1e-9:
+        return False, f"keep the shipped one: {gain:+.2f} BLEU is under the +{REPLACE_GAIN} a replacement needs."
+    return True, f"replace: {gain:+.2f} BLEU (at least +{REPLACE_GAIN}) with the figure links kept."
+
+
+def review(args) -> dict:
+    """Evaluate the candidate (card "test" and "pronouns"), find both models' figure heads, compare."""
+    shipped_folder, folder = Path(args.shipped), Path(args.checkpoint)
+    shipped_card = read_card(shipped_folder)
+    same = scores(shipped_card, {})["test"]
+    mine = scores(read_card(folder), {})["test"]
+    if not (args.reuse_test and not args.limit and all(mine.get(k) == same.get(k) for k in SAME_TEST)):
+        common = ["--split", "test", "--threads", str(args.threads)] + (["--no-progress"] if args.no_progress else [])
+        if same.get("beam") is not None:           # decode as the shipped score was decoded
+            common += ["--beam", str(same["beam"]), "--alpha", str(same["alpha"])]
+        evaluate.evaluate(evaluate.parse_args([str(folder), *common, "--limit", str(args.limit)]))
+    evaluate_pronouns.run(evaluate_pronouns.parse_args([str(folder)]))
+    both = {}
+    for name, path in (("shipped", shipped_folder), ("candidate", folder)):
+        both[name] = scores(read_card(path), figure_links(load_checkpoint(path)))
+    replace, why = verdict(both["shipped"], both["candidate"])
+    result = {"folders": {"shipped": str(shipped_folder), "candidate": str(folder)}, **both,
+              "targets": TARGETS, "replace": replace, "verdict": why}
+    if args.json:
+        write_json(args.json, result)
+    return result
+
+
+def describe(result: dict) -> str:
+    """The review as a table: shipped, candidate, target."""
+    def pct(v):
+        return "n/a" if v is None else f"{100 * v:.1f}%"
+
+    def fig(f):
+        if f["linked"] is None:
+            return "cannot tell: the paper's words are not in its tokens"
+        return f"{'linked' if f['linked'] else 'not linked'} (layer {f['layer']} head {f['head']}, {f['score']:.2f})"
+
+    a, b = result["shipped"], result["candidate"]
+    def gain(old, new):
+        return f"{new} ({new - old:+.2f})" if None not in (old, new) else new
+
+    def head(s):
+        return pct(s["anaphora"]) + (f" (layer {s['anaphora_head'][0]} head {s['anaphora_head'][1]})"
+                                     if s["anaphora_head"] else "")
+
+    rows = [("", result["folders"]["shipped"], result["folders"]["candidate"], "target"),
+            ("newstest2014 BLEU", a["test"]["bleu"], gain(a["test"]["bleu"], b["test"]["bleu"]),
+             f">= {TARGETS['bleu']}"),
+            ("chrF", a["test"]["chrf"], b["test"]["chrf"], ""),
+            ("pronouns overall", pct(a["accuracy"]), pct(b["accuracy"]), f">= {pct(TARGETS['accuracy'])}"),
+            ("pronouns feminine", pct(a["feminine"]), pct(b["feminine"]), f">= {pct(TARGETS['feminine'])}"),
+            ("anaphora head, held out", head(a), head(b), f">= {pct(TARGETS['anaphora'])}")]
+    rows += [(f"Figure {n}", fig(a["figures"][n]), fig(b["figures"][n]), "linked") for n in LINKED_FIGURES]
+    widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
+    lines = ["  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines + ["", result["verdict"]])
+
+
+main = cli.command(parse_args, review, describe,
+                   (evaluate.EvalError, cli.UsageError, CheckpointError, ValueError, OSError))
+
+if __name__ == "__main__":
+    sys.exit(main())
