@@ -94,18 +94,16 @@ def verdict(shipped: dict, candidate: dict) -> tuple[bool, str]:
 def review(args) -> dict:
     """Evaluate the candidate (card "test" and "pronouns"), find both models' figure heads, compare."""
     shipped_folder, folder = Path(args.shipped), Path(args.checkpoint)
-    shipped_card = read_card(shipped_folder)
-    same = scores(shipped_card, {})["test"]
-    mine = scores(read_card(folder), {})["test"]
+    # the shipped checkpoint first: a wrong --shipped fails before minutes of decoding
+    both = {"shipped": scores(read_card(shipped_folder), figure_links(load_checkpoint(shipped_folder)))}
+    same, mine = both["shipped"]["test"], read_card(folder).test or {}
     if not (args.reuse_test and not args.limit and all(mine.get(k) == same.get(k) for k in SAME_TEST)):
         common = ["--split", "test", "--threads", str(args.threads)] + (["--no-progress"] if args.no_progress else [])
         if same.get("beam") is not None:           # decode as the shipped score was decoded
             common += ["--beam", str(same["beam"]), "--alpha", str(same["alpha"])]
         evaluate.evaluate(evaluate.parse_args([str(folder), *common, "--limit", str(args.limit)]))
     evaluate_pronouns.run(evaluate_pronouns.parse_args([str(folder)]))
-    both = {}
-    for name, path in (("shipped", shipped_folder), ("candidate", folder)):
-        both[name] = scores(read_card(path), figure_links(load_checkpoint(path)))
+    both["candidate"] = scores(read_card(folder), figure_links(load_checkpoint(folder)))
     replace, why = verdict(both["shipped"], both["candidate"])
     result = {"folders": {"shipped": str(shipped_folder), "candidate": str(folder)}, **both,
               "targets": TARGETS, "replace": replace, "verdict": why}

@@ -68,8 +68,13 @@ def test_verdict_needs_half_a_bleu_point_and_both_links():
     assert "has no newstest score" in ec.verdict(scored(None), scored(16.0))[1]
 
 
-def test_a_missing_candidate_is_a_readable_error(two_checkpoints, tmp_path, capsys):
+def test_a_missing_checkpoint_is_a_readable_error(two_checkpoints, tmp_path, monkeypatch, capsys):
     assert ec.main([str(tmp_path / "nothing"), "--shipped", str(two_checkpoints[0])]) == 1
+    assert "error:" in capsys.readouterr().err
+    def translate(_):
+        raise AssertionError("a wrong --shipped should stop the review before it translates")
+    monkeypatch.setattr(ec.evaluate, "evaluate", translate)
+    assert ec.main([str(two_checkpoints[1]), "--shipped", str(tmp_path / "nothing")]) == 1
     assert "error:" in capsys.readouterr().err
 
 
