@@ -120,7 +120,7 @@ def describe(result: dict) -> str:
     def fig(f):
         if f["linked"] is None:
             return "cannot tell: the paper's words are not in its tokens"
-        return f"{'linked' if f['linked'] else 'not linked'} (layer {f['layer']} head {f['head']}, {f['score']:.2f})"
+        return f"{'linked' if f['linked'] else 'not linked'} (layer {f['layer']} head {f['head']}, {f['score']:.3f})"
 
     a, b = result["shipped"], result["candidate"]
     def gain(old, new):
