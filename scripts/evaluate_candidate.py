@@ -122,7 +122,6 @@ def describe(result: dict) -> str:
             return "cannot tell: the paper's words are not in its tokens"
         return f"{'linked' if f['linked'] else 'not linked'} (layer {f['layer']} head {f['head']}, {f['score']:.3f})"
 
-    a, b = result["shipped"], result["candidate"]
     def gain(old, new):
         return f"{new} ({new - old:+.2f})" if None not in (old, new) else new
 
@@ -130,6 +129,7 @@ def describe(result: dict) -> str:
         return pct(s["anaphora"]) + (f" (layer {s['anaphora_head'][0]} head {s['anaphora_head'][1]})"
                                      if s["anaphora_head"] else "")
 
+    a, b = result["shipped"], result["candidate"]
     rows = [("", result["folders"]["shipped"], result["folders"]["candidate"], "target"),
             ("newstest2014 BLEU", a["test"]["bleu"], gain(a["test"]["bleu"], b["test"]["bleu"]),
              f">= {TARGETS['bleu']}"),
