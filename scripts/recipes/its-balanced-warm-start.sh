@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# A lever on the pronoun test other than size. news-small writes sein- for most feminine antecedents ("The city lost
+# its mayor" -> "seinen"), though the news corpus has both: 671 training pairs where 'its' became an ihr- form, 782
+# where it became a sein- form (scripts/balance_its_pairs.py's rule). Session 21 repeated those pairs so that each
+# kind is seen 4x as often as the larger one was (ihr- 5x, sein- 4x: 5,030 copies added to 86,361 pairs) and
+# warm-started session 20's deepened and widened model (deepen-then-widen-warm-start.sh: N=6, N_dec=6, d_model 256,
+# d_ff 2048, h=8, 19.4M parameters) on them for 4,400 steps with session 16's recipe, cooled down to 0 at 49200.
+# Needs data/wmt-en-de (the first command of news-small.sh) and runs/news-s20-deepwide-out first.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+python scripts/balance_its_pairs.py --data data/wmt-en-de --out data/wmt-en-de-its --factor 4
+cp -r runs/news-s20-deepwide-out runs/news-s21-its-out   # the candidate starts as a copy: notes, snapshots carry on
+W=(--data data/wmt-en-de-its --run runs/news-s21-its --out runs/news-s21-its-out
+   --init-from runs/news-s20-deepwide-out --rewarm 200 --preset small --set norm=pre N_dec=6 d_ff=2048 --clip 1.0
+   --threads 2 --max-tokens 3500 --warmup 600 --lr-scale 0.4 --precision bf16 --valid-every 500 --bleu-sentences 500
+   --valid-sentences 500 --probe-every 500 --no-progress --save-every-steps 400)
+python scripts/train.py "${W[@]}" --max-steps 49200 --cooldown 2800
+python scripts/compare_runs.py runs/news-s20-deepwide runs/news-s21-its --since-warm-start --every 10
+python scripts/evaluate_candidate.py runs/news-s21-its-out
