@@ -67,6 +67,7 @@ def scores(card: Card, links: dict) -> dict:
     head = pronouns.get("anaphora_head") or {}
     return {"test": {k: test.get(k) for k in ("bleu", "chrf", *SAME_TEST)},
             "accuracy": pronouns.get("accuracy"), "feminine": pronouns.get("feminine"),
+            "separation": pronouns.get("separation"),
             "anaphora": head.get("hit_rate_second_half"),
             "anaphora_head": [head["layer"], head["head"]] if head else None,
             "figures": links}
@@ -136,6 +137,7 @@ def describe(result: dict) -> str:
             ("chrF", a["test"]["chrf"], b["test"]["chrf"], ""),
             ("pronouns overall", pct(a["accuracy"]), pct(b["accuracy"]), f">= {pct(TARGETS['accuracy'])}"),
             ("pronouns feminine", pct(a["feminine"]), pct(b["feminine"]), f">= {pct(TARGETS['feminine'])}"),
+            ("pronouns, genders separated", a.get("separation"), b.get("separation"), "(0.5: ignored)"),
             ("anaphora head, held out", head(a), head(b), f">= {pct(TARGETS['anaphora'])}")]
     rows += [(f"Figure {n}", fig(a["figures"][n]), fig(b["figures"][n]), "linked") for n in LINKED_FIGURES]
     widths = [max(len(str(r[i])) for r in rows) for i in range(4)]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Does the checkpoint resolve 'its'? Contrastive accuracy on core/probes/pronouns_en_de.jsonl.
+"""Does the checkpoint resolve 'its'? Contrastive accuracy on core/studies/probes/pronouns_en_de.jsonl.
 
     python scripts/evaluate_pronouns.py checkpoints/news-small
     python scripts/evaluate_pronouns.py checkpoints/news-small --json pronouns.json   # every item's scores too
@@ -7,7 +7,9 @@
 For each item the model scores the right German and the same sentence with the other possessive
 (seine/ihre, ...) or pronoun (er/es/sie); it passes when the right one is more probable. Prints the
 accuracy overall, for feminine and for masculine/neuter antecedents and by distance (words from the
-antecedent to the pronoun), and writes it into CHECKPOINT/card.json under card["pronouns"].
+antecedent to the pronoun), how well the model tells the genders apart whatever its overall lean
+("separation", an AUC) and that lean ("feminine_lean", nats), and writes it into CHECKPOINT/card.json under
+card["pronouns"].
 It also scores the encoder's heads on core/studies/probes/anaphora_en.jsonl (does the pronoun attend most to its
 antecedent?): the best head chosen on the first half of the sentences, scored on the second half, goes to
 card["pronouns"]["anaphora_head"] (core.studies.emergence.held_out_hits).
@@ -83,7 +85,9 @@ def main(argv=None) -> int:
     def pct(v):
         return "n/a" if v is None else f"{100 * v:.1f}%"
     print(f"{args.checkpoint}: {pct(summary['accuracy'])} overall, {pct(summary['feminine'])} feminine, "
-          f"{pct(summary['masc_neut'])} masculine/neuter ({summary['items']} items)", file=sys.stderr)
+          f"{pct(summary['masc_neut'])} masculine/neuter ({summary['items']} items); genders separated "
+          f"{summary['separation']} (0.5: ignored, 1: always), mean lean to the feminine form "
+          f"{summary['feminine_lean']:+.2f} nats", file=sys.stderr)
     return 0
 
 

@@ -137,6 +137,10 @@ def evaluation_lines(card: Card) -> list:
                      f"{pct(p.get('accuracy'))} overall, {pct(p.get('feminine'))} with feminine antecedents "
                      f"(ihr-/sie), {pct(p.get('masc_neut'))} with masculine or neuter ones (sein-/er/es); by distance "
                      + ", ".join(f"{k} {pct(v)}" for k, v in (p.get("by_distance") or {}).items()))
+        if p.get("separation") is not None:
+            lines.append(f"  - genders told apart: separation {p['separation']} (the chance that a feminine item leans "
+                         f"more to ihr-/sie than a masculine or neuter one; 0.5: the gender ignored), mean lean to "
+                         f"ihr-/sie {p.get('feminine_lean'):+.2f} nats")
         if a := p.get("anaphora_head"):
             lines.append(f"- Anaphora head (core/studies/probes/anaphora_en.jsonl; chosen on the first half, scored on "
                          f"the {a.get('sentences_second_half')} sentences of the second): layer {a.get('layer')} head "

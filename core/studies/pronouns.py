@@ -94,19 +94,42 @@ def _accuracy(rows) -> float | None:
     return round(sum(r["correct"] for r in rows) / len(rows), 4) if rows else None
 
 
+def feminine_lean(r: dict) -> float:
+    """log P(the sentence with the feminine form) - log P(the other): every item contrasts ihr-/sie with
+    sein-/er/es, the right one first for a feminine antecedent."""
+    margin = r["logp_right"] - r["logp_wrong"]
+    return margin if r["gender"] in FEMININE else -margin
+
+
+def separation(fem: list[dict], other: list[dict]) -> float | None:
+    """P(a feminine item leans more to the feminine form than a masculine/neuter item does): the area under
+    the ROC curve of feminine_lean. 0.5 when the model ignores the antecedent's gender, 1.0 when it always
+    tells them apart; unlike the accuracies, a shift of every item towards ihr- (or sein-) does not change it."""
+    a, b = [feminine_lean(r) for r in fem], [feminine_lean(r) for r in other]
+    if not a or not b:
+        return None
+    wins = sum((x > y) + 0.5 * (x == y) for x in a for y in b)
+    return round(wins / (len(a) * len(b)), 4)
+
+
 def summarize(results: list[dict]) -> dict:
-    """Accuracy overall, for feminine and for masculine/neuter antecedents, by distance and by pronoun."""
+    """Accuracy overall, for feminine and for masculine/neuter antecedents, by distance and by pronoun; with the
+    items' log-probabilities, also the mean lean to the feminine form (nats) and the genders' separation."""
     fem = [r for r in results if r["gender"] in FEMININE]
     other = [r for r in results if r["gender"] not in FEMININE]
     by_distance = {label: _accuracy(r for r in results if distance_bin(r["distance"]) == label)
                    for _, _, label in DISTANCES}
-    return {"accuracy": _accuracy(results), "feminine": _accuracy(fem), "masc_neut": _accuracy(other),
-            "by_distance": {k: v for k, v in by_distance.items() if v is not None},
-            "distance_items": {label: sum(distance_bin(r["distance"]) == label for r in results)
-                               for _, _, label in DISTANCES},
-            "by_pronoun": {p: _accuracy(r for r in results if r["pronoun"] == p)
-                           for p in sorted({r["pronoun"] for r in results})},
-            "items": len(results), "feminine_items": len(fem), "masc_neut_items": len(other)}
+    summary = {"accuracy": _accuracy(results), "feminine": _accuracy(fem), "masc_neut": _accuracy(other),
+               "by_distance": {k: v for k, v in by_distance.items() if v is not None},
+               "distance_items": {label: sum(distance_bin(r["distance"]) == label for r in results)
+                                  for _, _, label in DISTANCES},
+               "by_pronoun": {p: _accuracy(r for r in results if r["pronoun"] == p)
+                              for p in sorted({r["pronoun"] for r in results})},
+               "items": len(results), "feminine_items": len(fem), "masc_neut_items": len(other)}
+    if results and all("logp_right" in r for r in results):
+        summary["feminine_lean"] = round(float(np.mean([feminine_lean(r) for r in results])), 4)
+        summary["separation"] = separation(fem, other)
+    return summary
 
 
 def pronoun_accuracy(tm, items: list[dict] | None = None) -> dict:

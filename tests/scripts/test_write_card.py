@@ -51,6 +51,10 @@ def test_the_pronoun_lines_name_the_held_out_anaphora_head():
     assert "scored on the 23 sentences of the second): layer 6 head 5" in evaluation
     assert "in 26.1% of them (chance 10.5%)" in evaluation
     assert "Anaphora head" not in card_markdown(Card(name="c", pronouns={"items": 8, "accuracy": 0.5}))
+    assert "genders told apart" not in evaluation                                 # an older card: no separation
+    card.pronouns.update(separation=0.7151, feminine_lean=-0.7553)
+    assert "separation 0.7151 (the chance" in card_markdown(card)
+    assert "mean lean to ihr-/sie -0.76 nats" in card_markdown(card)
 
 
 def test_an_old_card_with_one_notes_paragraph_still_renders():

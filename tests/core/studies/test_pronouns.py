@@ -167,6 +167,23 @@ def test_summarize_counts_by_hand():
     assert s["by_distance"] == {"1-3 words": 1.0, "4-7 words": 0.0, "8+ words": 0.5}
     assert s["by_pronoun"] == {"it": 0.0, "its": 0.75}
     assert (s["items"], s["feminine_items"], s["masc_neut_items"]) == (5, 3, 2)
+    assert "separation" not in s                                   # no log-probabilities, no lean
+
+
+def test_separation_ignores_a_lean_that_accuracy_does_not():
+    def item(gender, lean):  # an item whose feminine form is `lean` nats more probable than the other
+        right = lean if gender == "f" else -lean
+        return dict(gender=gender, pronoun="its", distance=1, logp_right=right, logp_wrong=0.0, correct=right > 0)
+
+    apart = [item("f", 1.0), item("f", 2.0), item("m", -1.0), item("n", 0.5)]
+    for shift in (0.0, -3.0):                                      # every item 3 nats further towards sein-
+        rows = [item(r["gender"], P.feminine_lean(r) + shift) for r in apart]
+        s = P.summarize(rows)
+        assert s["separation"] == 1.0                              # each feminine item leans more than each other
+        assert s["feminine_lean"] == pytest.approx(0.625 + shift)
+    assert P.summarize(rows)["feminine"] == 0.0                    # while the shifted model gets no feminine right
+    assert P.separation([item("f", 0.0)], [item("m", 0.0)]) == 0.5   # ties count half
+    assert P.separation([], apart) is None
 
 
 def test_evaluate_compares_the_two_scores_of_each_item(translation_model):
