@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
 from pathlib import Path
 
+from core.checkpoint.atomic import atomic_write, write_json
 from scripts import cli
 
 SPLITS_COPIED = ("valid.en", "valid.de", "test.en", "test.de", "spm.model", "spm.vocab")
@@ -68,14 +68,11 @@ def balance(data: Path, out: Path, factor: float) -> dict:
     counts = {k: len(v) for k, v in kinds.items()}
     extra = repeats(counts, factor)
     added = [i for kind, idx in kinds.items() for i in idx * extra[kind]]
-    out.mkdir(parents=True, exist_ok=True)
     for name, rows in lines.items():
-        tmp = out / (name + ".tmp")
-        tmp.write_text("\n".join(rows + [rows[i] for i in added]) + "\n", encoding="utf-8")
-        tmp.replace(out / name)
+        atomic_write(out / name, "\n".join(rows + [rows[i] for i in added]) + "\n")
     for name in SPLITS_COPIED:
         if (data / name).exists():
-            shutil.copyfile(data / name, out / name)
+            atomic_write(out / name, (data / name).read_bytes())
     report = {"from": str(data), "factor": factor, "pairs": counts, "extra_copies_of_each": extra,
               "train_pairs": len(en) + len(added), "added": len(added),
               "rule": "ihr: English 'its' without her/their, German ihr- without sein-; "
@@ -84,7 +81,7 @@ def balance(data: Path, out: Path, factor: float) -> dict:
     prep_path = data / "prep_report.json"
     prep = json.loads(prep_path.read_text(encoding="utf-8")) if prep_path.exists() else {}
     prep["its_balance"] = report
-    (out / "prep_report.json").write_text(json.dumps(prep, indent=2) + "\n", encoding="utf-8")
+    write_json(out / "prep_report.json", prep)
     return report
 
 
