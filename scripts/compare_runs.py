@@ -37,7 +37,7 @@ def warm_start_step(run) -> int:
 
 
 def validations(run, since_warm_start: bool = False) -> list[dict]:
-    """[{minutes, step, ppl, bleu, pronouns, feminine}] of a run's validations, in time order.
+    """[{minutes, step, ppl, bleu, pronouns, feminine, separation}] of a run's validations, in time order.
 
     since_warm_start: minutes and validations count from the run's warm-start step (see warm_start_step).
     Raises ValueError, naming the folder, when it has no log or the log has no timed validation."""
@@ -54,7 +54,8 @@ def validations(run, since_warm_start: bool = False) -> list[dict]:
             continue
         pron = r.get("pronouns") or {}
         out.append({"minutes": round((elapsed[r["step"]] - zero) / 60, 1), "step": r["step"], "ppl": r.get("ppl"),
-                    "bleu": r.get("bleu"), "pronouns": pron.get("accuracy"), "feminine": pron.get("feminine")})
+                    "bleu": r.get("bleu"), "pronouns": pron.get("accuracy"), "feminine": pron.get("feminine"),
+                    "separation": pron.get("separation")})
     if not out:
         raise ValueError(f"{path} has no validation yet: train.py validates every --valid-every steps")
     return sorted(out, key=lambda v: v["minutes"])
@@ -71,11 +72,12 @@ def at_equal_time(runs: dict[str, list[dict]], every: float) -> list[dict]:
 
 
 def fmt(v: dict) -> str:
-    """One run's cell: step, perplexity, BLEU and the pronoun test's overall / feminine accuracy."""
+    """One run's cell: step, perplexity, BLEU, the pronoun test's overall / feminine accuracy and how well it tells
+    the genders apart (separation; "-" in logs from before session 22)."""
     def num(x, spec):
         return "-" if x is None else format(x, spec)
     return (f"step {v['step']:>6} ppl {num(v['ppl'], '6.2f')} BLEU {num(v['bleu'], '5.2f')} "
-            f"pron {num(v['pronouns'], '.2f')}/{num(v['feminine'], '.2f')}")
+            f"pron {num(v['pronouns'], '.2f')}/{num(v['feminine'], '.2f')} sep {num(v.get('separation'), '.2f')}")
 
 
 def main(argv=None) -> int:

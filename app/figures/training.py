@@ -153,17 +153,19 @@ PRONOUN_SERIES = {
     "accuracy": ("translation: pronoun accuracy (dev log)", "#2ca02c", False),
     "feminine": ("translation: feminine antecedents", "#98df8a", False),
     "masc_neut": ("translation: masculine/neuter antecedents", "#bcbd22", False),
+    "separation": ("translation: genders told apart (0.5: not at all)", "#17becf", False),
 }
 
 
 def pronoun_log(valids: pd.DataFrame) -> pd.DataFrame:
-    """The validations' "pronouns" records as columns step, accuracy, feminine, masc_neut (fractions 0-1)."""
+    """The validations' "pronouns" records as columns step, accuracy, feminine, masc_neut (fractions 0-1) and
+    separation (an AUC, 0-1; logs before session 22 lack it)."""
     if valids is None or valids.empty or "pronouns" not in valids:
         return pd.DataFrame()
     rows = []
     for step, rec in zip(valids["step"], valids["pronouns"]):
         if isinstance(rec, dict):
-            vals = {k: rec.get(k) for k in ("accuracy", "feminine", "masc_neut")
+            vals = {k: rec.get(k) for k in ("accuracy", "feminine", "masc_neut", "separation")
                     if isinstance(rec.get(k), (int, float))}
             rows.append({"step": int(step), **{k: v / 100 if v > 1 else v for k, v in vals.items()}})   # % or 0-1
     return pd.DataFrame(rows)

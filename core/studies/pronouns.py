@@ -133,9 +133,10 @@ def summarize(results: list[dict]) -> dict:
 
 
 def pronoun_accuracy(tm, items: list[dict] | None = None) -> dict:
-    """{"accuracy", "feminine", "masc_neut"} on the pronoun set: the short record training logs."""
+    """{"accuracy", "feminine", "masc_neut", "separation", "feminine_lean"} on the pronoun set: the short record
+    training logs (separation shows whether the genders are told apart when a lean hides it from the accuracies)."""
     summary = summarize(evaluate(tm, load_pronoun_set() if items is None else items))
-    return {k: summary[k] for k in ("accuracy", "feminine", "masc_neut")}
+    return {k: summary[k] for k in ("accuracy", "feminine", "masc_neut", "separation", "feminine_lean") if k in summary}
 
 
 def find_form(text: str, pronoun: str = "its") -> int | None:

@@ -91,8 +91,9 @@ def test_training_lowers_the_loss_and_exports(trained):
     assert [v["step"] for v in valid] == [75, 150] and all("bleu" in v for v in valid)
     assert valid[-1]["source_gain"] > 0.5, valid                       # it reads its source: wrong sources cost
     for v in valid:                                                      # the contrastive pronoun test, every time
-        assert set(v["pronouns"]) == {"accuracy", "feminine", "masc_neut"}
-        assert all(0.0 <= x <= 1.0 for x in v["pronouns"].values())
+        assert set(v["pronouns"]) == {"accuracy", "feminine", "masc_neut", "separation", "feminine_lean"}
+        shares = {k: x for k, x in v["pronouns"].items() if k != "feminine_lean"}     # the lean is in nats
+        assert all(0.0 <= x <= 1.0 for x in shares.values()) and isinstance(v["pronouns"]["feminine_lean"], float)
     tm = load_checkpoint(out)                                            # the export is a loadable checkpoint
     saves = sorted(p.name for p in (run / "saves").glob("step_*.safetensors"))
     assert tm.card.training["steps"] == 150 and tm.card.training["averaged_saves"] == saves

@@ -109,8 +109,9 @@ def test_snapshot_scores_find_when_the_head_appears(tmp_path):
 def test_emergence_charts_draw_snapshots_final_weights_and_the_log(tmp_path):
     table, _ = em.snapshot_scores(*write_snapshots(tmp_path))
     final = {**table.iloc[1].dropna().to_dict(), "step": 250, "source": "final weights"}
-    valids = pd.DataFrame({"step": [100, 200], "pronouns": [{"accuracy": 0.5, "feminine": 0.25, "masc_neut": 0.75},
-                                                            None]})
+    valids = pd.DataFrame({"step": [100, 200, 300],
+                           "pronouns": [{"accuracy": 0.5, "feminine": 0.25, "masc_neut": 0.75}, None,
+                                        {"accuracy": 0.6, "separation": 0.7, "feminine_lean": -0.5}]})
     charts = emergence_charts(table, final, valids)
     assert set(charts) == {"heads", "pronouns"}
     def rows(c):
@@ -120,7 +121,9 @@ def test_emergence_charts_draw_snapshots_final_weights_and_the_log(tmp_path):
     assert [(r["step"], r["source"]) for r in law] == [(100, "snapshot"), (200, "snapshot"), (250, "final weights")]
     assert law[1]["head"] == "layer 2, head 3" and law[1]["value"] == pytest.approx(0.9, abs=2e-3)
     pron = rows(charts["pronouns"])
-    assert {r["value"] for r in pron if r["series"].startswith("translation: pronoun accuracy")} == {0.5}
+    assert {r["value"] for r in pron if r["series"].startswith("translation: pronoun accuracy")} == {0.5, 0.6}
+    told_apart = [(r["step"], r["value"]) for r in pron if r["series"].startswith("translation: genders told apart")]
+    assert told_apart == [(300, 0.7)]                       # only where the log has it; the lean (nats) is not drawn
     assert emergence_charts(pd.DataFrame(), None, None) == {}
 
 
