@@ -77,7 +77,7 @@ def fmt(v: dict) -> str:
     def num(x, spec):
         return "-" if x is None else format(x, spec)
     return (f"step {v['step']:>6} ppl {num(v['ppl'], '6.2f')} BLEU {num(v['bleu'], '5.2f')} "
-            f"pron {num(v['pronouns'], '.2f')}/{num(v['feminine'], '.2f')} sep {num(v.get('separation'), '.2f')}")
+            f"pron {num(v['pronouns'], '.2f')}/{num(v['feminine'], '.2f')} sep {num(v['separation'], '.2f')}")
 
 
 def main(argv=None) -> int:
