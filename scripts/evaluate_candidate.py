@@ -70,6 +70,7 @@ def scores(card: Card, links: dict) -> dict:
             "separation": pronouns.get("separation"),
             "anaphora": head.get("hit_rate_second_half"),
             "anaphora_head": [head["layer"], head["head"]] if head else None,
+            "anaphora_halvings": head.get("random_halvings"),
             "figures": links}
 
 
@@ -130,6 +131,10 @@ def describe(result: dict) -> str:
         return pct(s["anaphora"]) + (f" (layer {s['anaphora_head'][0]} head {s['anaphora_head'][1]})"
                                      if s["anaphora_head"] else "")
 
+    def halvings(s):
+        h = s.get("anaphora_halvings")
+        return f"{pct(h['mean'])} (5-95%: {pct(h['p05'])}-{pct(h['p95'])})" if h else "n/a"
+
     a, b = result["shipped"], result["candidate"]
     rows = [("", result["folders"]["shipped"], result["folders"]["candidate"], "target"),
             ("newstest2014 BLEU", a["test"]["bleu"], gain(a["test"]["bleu"], b["test"]["bleu"]),
@@ -138,7 +143,8 @@ def describe(result: dict) -> str:
             ("pronouns overall", pct(a["accuracy"]), pct(b["accuracy"]), f">= {pct(TARGETS['accuracy'])}"),
             ("pronouns feminine", pct(a["feminine"]), pct(b["feminine"]), f">= {pct(TARGETS['feminine'])}"),
             ("pronouns, genders separated", a.get("separation"), b.get("separation"), "(0.5: ignored)"),
-            ("anaphora head, held out", head(a), head(b), f">= {pct(TARGETS['anaphora'])}")]
+            ("anaphora head, held out", head(a), head(b), f">= {pct(TARGETS['anaphora'])}"),
+            ("  the same, random halvings", halvings(a), halvings(b), "(how much the halving decides)")]
     rows += [(f"Figure {n}", fig(a["figures"][n]), fig(b["figures"][n]), "linked") for n in LINKED_FIGURES]
     widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
     lines = ["  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]

@@ -44,13 +44,15 @@ def parse_args(argv=None):
 def anaphora_head(tm) -> dict:
     """The held-out anaphora head: chosen on the first half of anaphora_en.jsonl, its hit rate on the second
     (layer and head counted from 1, as on the card's other heads); {} when too few sentences line up."""
-    row = emergence.model_scores(tm, tm.card.steps)
+    row = emergence.model_scores(tm, tm.card.steps, spread=True)
     if "hit_held_out" not in row:
         return {}
     return {"layer": row["hit_held_out_layer"] + 1, "head": row["hit_held_out_head"] + 1,
             "hit_rate_second_half": round(row["hit_held_out"], 4), "chance": round(row["hit_held_out_chance"], 4),
             "sentences_second_half": row["hit_held_out_sentences"],
             "best_on_the_whole_set": round(row["hit_best"], 4),
+            "random_halvings": {k: round(v, 4) if isinstance(v, float) else v
+                                for k, v in row.get("hit_held_out_spread", {}).items()},
             "rule": "the encoder head whose pronoun rows most often point at the antecedent (itself and </s> aside) "
                     "on the first half of anaphora_en.jsonl, scored on the second half"}
 

@@ -115,3 +115,19 @@ def read_snapshot(path, probe: int, kind: str) -> np.ndarray:
     """
     name = f"{probe}_{kind}"
     return load_snapshot(path, [name])[name].astype(np.float32)
+
+
+def thin_plan(sizes: list[tuple[int, int]], max_bytes: int) -> list[int]:
+    """The steps to keep of (step, file size) pairs so that their files fit in max_bytes.
+
+    As many snapshots as fit, spread evenly over the list in step order, so that the early ones (which a run writes
+    more often, while heads form) stay denser than the late ones; the first and the last (the finished model) are
+    always kept, and the last alone when not even two fit.
+    """
+    sizes = sorted(sizes)
+    n = len(sizes)
+    for m in range(n, 1, -1):
+        keep = sorted({round(i * (n - 1) / (m - 1)) for i in range(m)})
+        if sum(sizes[i][1] for i in keep) <= max_bytes:
+            return [sizes[i][0] for i in keep]
+    return [sizes[-1][0]] if sizes else []

@@ -42,6 +42,10 @@ def test_review_scores_the_candidate_and_compares(two_checkpoints, tmp_path, cap
     gain = card.test["bleu"] - read_card(shipped).test["bleu"]
     assert review["replace"] == ec.verdict(review["shipped"], review["candidate"])[0]
     assert review["verdict"] in printed and "newstest2014 BLEU" in printed and "pronouns feminine" in printed
+    halvings = review["candidate"]["anaphora_halvings"]          # the held-out head over random halvings too
+    assert halvings == card.pronouns["anaphora_head"]["random_halvings"]
+    assert review["shipped"]["anaphora_halvings"] is None                # a card from before: n/a, no crash
+    assert f"{100 * halvings['mean']:.1f}% (5-95%" in printed
     if gain < ec.REPLACE_GAIN:                   # two random models: the figure links decide nothing here
         assert not review["replace"]
 

@@ -162,3 +162,19 @@ def test_held_out_hits_choose_on_the_first_half_and_score_the_second():
     assert got["hit_held_out_chance"] == pytest.approx(1 / 6)
     assert em.held_out_hits([item(0)] * 6)["hit_held_out"] == 1.0
     assert em.held_out_hits([item(0)] * 3) == {}
+
+
+def test_held_out_spread_over_random_halvings():
+    """Over many halvings: a head that hits everywhere scores 1 every time; hits on half the sentences spread."""
+    def item(hit):                        # 2 layers x 2 heads; only head (1, 0) may look at 'minister'
+        rows = np.zeros((2, 2, 2, len(PRON)))
+        rows[..., SAID] = 1.0
+        if hit:
+            rows[1, 0, :, SAID], rows[1, 0, :, MINISTER[0]] = 0.0, 1.0
+        return (PRON, rows, 4, 1)
+    always = em.held_out_spread([item(True)] * 8, splits=50)
+    assert always == {"mean": 1.0, "p05": 1.0, "p95": 1.0, "splits": 50, "sentences_second_half": 4}
+    mixed = em.held_out_spread([item(True), item(False)] * 10, splits=400)
+    assert 0.3 < mixed["mean"] < 0.6 and mixed["p05"] < mixed["mean"] < mixed["p95"]
+    assert mixed == em.held_out_spread([item(True), item(False)] * 10, splits=400)    # seeded: the same each time
+    assert em.held_out_spread([item(True)] * 3) == {}

@@ -264,5 +264,7 @@ def test_evaluate_pronouns_writes_one_key_of_the_card(tmp_path, tokenizer, capsy
     assert {"layer", "head", "hit_rate_second_half", "chance"} <= set(head)
     assert 1 <= head["layer"] <= model.cfg.N and 1 <= head["head"] <= model.cfg.h
     assert 0 <= head["hit_rate_second_half"] <= 1 and 0 < head["chance"] < 1
+    spread = head["random_halvings"]                            # the same rule over many random halvings
+    assert spread["splits"] == 1000 and 0 <= spread["p05"] <= spread["mean"] <= spread["p95"] <= 1
     assert evaluate_pronouns.main([str(tmp_path / "missing")]) == 1
     assert "no checkpoint folder" in capsys.readouterr().err
