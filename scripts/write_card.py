@@ -146,6 +146,10 @@ def evaluation_lines(card: Card) -> list:
                          f"the {a.get('sentences_second_half')} sentences of the second): layer {a.get('layer')} head "
                          f"{a.get('head')} points from the pronoun to its antecedent in "
                          f"{pct(a.get('hit_rate_second_half'))} of them (chance {pct(a.get('chance'))})")
+            if h := a.get("random_halvings"):
+                lines.append(f"  - the same rule over {h.get('splits')} random halvings of the set: "
+                             f"{pct(h.get('mean'))} on average (5-95%: {pct(h.get('p05'))}-{pct(h.get('p95'))}); one "
+                             f"sentence of the second half is {pct(1 / max(h.get('sentences_second_half') or 1, 1))}")
     if (card.alignment or {}).get("selected"):
         lines += alignment_lines(card.alignment)
     if card.syntax:

@@ -52,6 +52,11 @@ def test_the_pronoun_lines_name_the_held_out_anaphora_head():
     assert "in 26.1% of them (chance 10.5%)" in evaluation
     assert "Anaphora head" not in card_markdown(Card(name="c", pronouns={"items": 8, "accuracy": 0.5}))
     assert "genders told apart" not in evaluation                                 # an older card: no separation
+    assert "random halvings" not in evaluation                                    # nor the halvings
+    card.pronouns["anaphora_head"]["random_halvings"] = {"mean": 0.209, "p05": 0.087, "p95": 0.304, "splits": 1000,
+                                                         "sentences_second_half": 23}
+    assert "over 1000 random halvings of the set: 20.9% on average (5-95%: 8.7%-30.4%); one sentence of the second " \
+           "half is 4.3%" in card_markdown(card)
     card.pronouns.update(separation=0.7151, feminine_lean=-0.7553)
     assert "separation 0.7151 (the chance" in card_markdown(card)
     assert "mean lean to ihr-/sie -0.76 nats" in card_markdown(card)
