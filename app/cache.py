@@ -148,7 +148,7 @@ def emergence(key: CheckpointKey):
 @st.cache_data(max_entries=8, show_spinner="Scoring every attention snapshot of the training run…")
 def _emergence(key: CheckpointKey, snapshots_version: str):
     model = load_model(key)
-    final = emergence_study.model_scores(model, model.card.steps)
+    final = emergence_study.model_scores(model, model.card.steps, spread=True)
     if model.folder is None:
         return None, [], final
     table, unreadable = emergence_study.snapshot_scores({"sentences": read_probes(model.folder),

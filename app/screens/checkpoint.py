@@ -79,7 +79,11 @@ if "hit_best" in final:
                + (f"; held out, the best head of the first half of the sentences (layer "
                   f"{final['hit_held_out_layer'] + 1}, head {final['hit_held_out_head'] + 1}) hits "
                   f"{final['hit_held_out']:.2f} of the other half (chance {final['hit_held_out_chance']:.2f})."
-                  if "hit_held_out" in final else "."))
+                  if "hit_held_out" in final else ".")
+               + (f" Which sentences fall in which half matters: over {sp['splits']:,} random halvings the same rule "
+                  f"hits {sp['mean']:.2f} on average (5-95%: {sp['p05']:.2f}-{sp['p95']:.2f}); one sentence of "
+                  f"{sp['sentences_second_half']} is {1 / sp['sentences_second_half']:.2f}."
+                  if (sp := final.get("hit_held_out_spread")) else ""))
 for key, chart in emergence_charts(table if table is not None else pd.DataFrame(), final, valids).items():
     show_figure(chart, f"{name}_emergence_{key}", key=f"ckpt_emergence_{key}")
 

@@ -149,15 +149,11 @@ def held_out_spread(pronouns: list[tuple], splits: int = 1000, seed: int = 0) ->
     """
     if len(pronouns) < 4:
         return {}
-    hits = sentence_hits(pronouns).astype(np.float32)                    # (n, N, h)
+    hits = sentence_hits(pronouns).reshape(len(pronouns), -1).astype(np.float32)   # (n, N * h)
     n, half = len(hits), len(hits) // 2
-    rng = np.random.default_rng(seed)
-    rates = np.empty(splits)
-    for k in range(splits):
-        order = rng.permutation(n)
-        chosen_on = hits[order[:half]].mean(0)                           # (N, h)
-        layer, head = np.unravel_index(int(np.argmax(chosen_on)), chosen_on.shape)
-        rates[k] = hits[order[half:], layer, head].mean()
+    orders = np.random.default_rng(seed).permuted(np.tile(np.arange(n), (splits, 1)), axis=1)   # (splits, n)
+    chosen = hits[orders[:, :half]].mean(1).argmax(1)                    # each halving's head, as for held_out_hits
+    rates = hits[orders[:, half:], chosen[:, None]].mean(1)              # (splits,): its hit rate on the rest
     p05, p95 = np.percentile(rates, [5, 95])
     return {"mean": float(rates.mean()), "p05": float(p05), "p95": float(p95), "splits": splits,
             "sentences_second_half": n - half}

@@ -146,6 +146,7 @@ def test_checkpoint_page_replays_snapshots(with_tiny):
     # the snapshots hold no paper sentence: the page says so, and scores the final weights (diamonds)
     said = " ".join(w.value for w in at.warning) + " ".join(c.value for c in at.caption)
     assert "do not hold the Figure 4 sentence" in said and "final weights only" in said
+    assert "over 1,000 random halvings the same rule hits" in said          # how much the one halving decides
     assert "86,361 sentence pairs" in at.markdown[0].value
     slider = at.select_slider(key="snap_step")
     assert [int(o) for o in slider.options] == list(STEPS) and int(slider.value) == STEPS[-1]

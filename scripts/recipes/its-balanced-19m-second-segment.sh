@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# A second segment for the best news model so far: session 21's candidate (its-balanced-warm-start.sh: N=6,
+# N_dec=6, d_model 256, d_ff 2048, h=8, 19.4M parameters; newstest2014 15.26, +0.54 over the shipped news-small, but
+# Figure 3's best head at 0.477, under the 0.50 of a link). Session 23 warm-started it on the same balanced data
+# with the same recipe for 4,223 more steps, a cool-down meant to reach 0 at step 53100.
+# Needs data/wmt-en-de-its and runs/news-s21-its-out first (its-balanced-warm-start.sh).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cp -r runs/news-s21-its-out runs/news-s23-its-out   # the candidate starts as a copy: notes, snapshots carry on
+W=(--data data/wmt-en-de-its --run runs/news-s23-its --out runs/news-s23-its-out
+   --init-from runs/news-s21-its-out --rewarm 200 --preset small --set norm=pre N_dec=6 d_ff=2048 --clip 1.0
+   --threads 2 --max-tokens 3500 --warmup 600 --lr-scale 0.4 --precision bf16 --valid-every 500 --bleu-sentences 500
+   --valid-sentences 500 --probe-every 500 --no-progress --save-every-steps 400)
+python scripts/train.py "${W[@]}" --max-steps 53100 --cooldown 3000
+python scripts/compare_runs.py runs/news-s21-its runs/news-s23-its --since-warm-start --every 10
+python scripts/evaluate_candidate.py runs/news-s23-its-out
