@@ -17,4 +17,6 @@ W=(--data data/wmt-en-de-its --run runs/news-s23-its --out runs/news-s23-its-out
 python scripts/train.py "${W[@]}" --max-steps 49201
 python scripts/train.py "${W[@]}" --max-steps 52500 --cooldown 2800 --resume
 python scripts/compare_runs.py runs/news-s21-its runs/news-s23-its --since-warm-start --every 10
-python scripts/evaluate_candidate.py runs/news-s23-its-out
+python scripts/evaluate_candidate.py runs/news-s23-its-out    # 15.28 / chrF 45.52: +0.56; pronouns 74.1%,
+#   feminine 60.2%, separation 0.83; anaphora head 26.1% (random halvings 23.4%, 13.0-34.8%); Figure 3's best head
+#   0.467 (not linked), Figure 4 linked (0.451): not shipped
