@@ -33,9 +33,9 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.max_mb <= 0:
         raise SystemExit("--max-mb must be more than 0.")
-    if not sn.snapshot_steps(a.checkpoint):
-        raise SystemExit(f"'{a.checkpoint}' has no attention snapshots (snapshots/step_*.npz): nothing to thin.")
     kept, dropped = plan(a.checkpoint, a.max_mb)
+    if not kept:
+        raise SystemExit(f"'{a.checkpoint}' has no attention snapshots (snapshots/step_*.npz): nothing to thin.")
     mb = lambda files: sum(f.stat().st_size for f in files) / 1e6        # noqa: E731
     print(f"{len(kept) + len(dropped)} snapshots, {mb(kept + dropped):.1f} MB: keeping {len(kept)} "
           f"({mb(kept):.1f} MB), {'removing' if a.delete else 'would remove'} {len(dropped)}")
