@@ -17,7 +17,6 @@ described the profiler. Forward hooks cost a few microseconds a call. Run it on 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from collections import defaultdict
@@ -32,8 +31,8 @@ from core.training.precision import autocast
 from core.training.run import overrides, training_pairs
 from scripts import cli
 
-# the module classes the forward pass is split into (inclusive times: they nest)
 MAX_LEN = 128      # train.py's default --max-len: longer training pairs are left out
+# the module classes the forward pass is split into (inclusive times: they nest)
 PARTS = ("MultiHeadAttention", "PositionwiseFeedForward", "Dropout", "LayerNorm", "Embedding")
 
 
@@ -93,7 +92,7 @@ def breakdown(model, opt, batches, precision: str, clip: float, passes: int) -> 
 
 
 def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = cli.parser(__doc__)
     p.add_argument("--data", required=True, help="a corpus prepared by scripts/prepare_data.py")
     p.add_argument("--preset", default="small")
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
