@@ -5,10 +5,19 @@ first screen, as a class sees it on a projector, and the whole page; plus the ex
 the explorer in presenter mode. The pages are those of the app's own navigation, so a new page is
 photographed too. Fails on a Streamlit exception box or a Vega warning in the browser's console.
 Skipped like tests/browser/test_browser.py when Playwright or Chromium is missing.
+
+The README's pictures (docs/images/*.png: the explorer and a paper figure, first screens at 1280x720, palette PNGs
+of a few hundred KB at most) are made here too; they go to docs/images/ only when asked:
+
+    ATTN_EXPLORER_DOC_IMAGES=1 python -m pytest -q tests/browser/test_screenshots.py -k doc_images
 """
+import io
+import os
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from PIL import Image
 
 from core.paths import REPO
 from tests.browser.chromium import CHROMIUM, WAIT_MS, serve, sync_api
@@ -17,6 +26,13 @@ pytestmark = pytest.mark.slow      # minutes: every page of the app in a real br
 
 SCREENSHOTS = REPO / "artifacts" / "screenshots"
 VIEWPORTS = [(1280, 720), (1920, 1080)]
+# docs/images/ file: (the page's URL path, px of the page kept above its first chart, scrolled up to it)
+DOC_IMAGES = {"explorer.png": ("", 228), "paper_figures.png": ("paper_figures", 130)}
+CHART = '[data-testid="stPlotlyChart"], [data-testid="stVegaLiteChart"]'
+SCROLL_TO = """([chart, above]) => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  main.scrollTop += chart.getBoundingClientRect().top - above; }"""
+DOC_IMAGE_MAX_BYTES = 300_000      # committed files stay in the history for good
 # the script has run to its end (Streamlit marks the app's root for its own browser tests) and nothing still loads
 SETTLED = """() => !!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
     && !document.querySelector('[data-testid="stSpinner"], [data-testid="stSkeleton"]')"""
@@ -95,3 +111,41 @@ def test_screenshots_of_every_page(shipped_url):
             browser.close()
     vega = [m for m in console if "Conflicting" in m or "WARN" in m and "legend" in m]
     assert not vega, vega
+
+
+def small_png(png: bytes) -> bytes:
+    """A screenshot as a 256-colour palette PNG: the same picture at a fraction of the bytes (UI colours are few)."""
+    image = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def doc_images_folder() -> Path:
+    """docs/images/ when ATTN_EXPLORER_DOC_IMAGES=1 asks for new README pictures, else the artifacts folder."""
+    if os.environ.get("ATTN_EXPLORER_DOC_IMAGES") == "1":
+        return REPO / "docs" / "images"
+    return SCREENSHOTS / "docs"
+
+
+def test_doc_images(shipped_url):
+    folder = doc_images_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.set_default_timeout(WAIT_MS)
+            for name, (path, above) in DOC_IMAGES.items():
+                page.goto(f"{shipped_url}/{path}")
+                settle(page)
+                assert page.locator('[data-testid="stException"]').count() == 0, path
+                chart = page.locator(CHART).first.element_handle()
+                page.evaluate(SCROLL_TO, [chart, above])
+                page.wait_for_timeout(500)
+                png = small_png(page.screenshot())
+                assert len(png) <= DOC_IMAGE_MAX_BYTES, f"{name}: {len(png):,} bytes"
+                (folder / name).write_bytes(png)
+                assert Image.open(folder / name).size == (1280, 720)
+        finally:
+            browser.close()
