@@ -3,7 +3,7 @@
 #
 # One training run, on both CPU threads of this project's 2-core machine (no GPU; commit 8582aa3): 5700 steps,
 # 21.92 epochs, 1.88 h, stopped by --patience 4 (dev BLEU 36.9 at step 4500 was not beaten for four validations in
-# a row). It replaced, in place, an earlier post-norm model of this folder (sessions 1-2: 2339 steps,
+# a row). It replaced, in place, an earlier post-norm model of this folder (2026-11-30: 2339 steps,
 # test BLEU 17.48), which was made by other commands and is not reproduced here.
 #
 # Where a command is reconstructed rather than copied, the comment says so. Run from anywhere:
@@ -16,11 +16,11 @@ SHARED=${ATTN_EXPLORER_SHARED:-../shared}        # the corpora beside the projec
 
 # 1. The data: Multi30k task 1 (29,000 caption pairs; valid 1,014, test2016 Flickr 1,000), cleaned, with one shared
 #    6,000-piece SentencePiece BPE model. The corpus folder is ../shared/data/multi30k (card.json's prep_report);
-#    README's "Training your own" downloads the same task-1 files into downloads/multi30k.
+#    docs/training.md ("Get data") downloads the same task-1 files into downloads/multi30k.
 python scripts/prepare_data.py --corpus "$SHARED/data/multi30k" --out data/multi30k --vocab-size 6000
 
 # 2. Training, pre-norm, validated every 300 steps on all 1,014 dev sentences (greedy BLEU), attention snapshots
-#    every 300 steps. As in README, except --save-every-min 4, which is reconstructed: the averaged saves
+#    every 300 steps. As in docs/training.md, except --save-every-min 4, which is reconstructed: the averaged saves
 #    (steps 5072, 5266, 5463, 5671, 5700) lie 4.0 minutes apart in the log, where the default would be 10.
 #    A fresh run: runs/multi30k-small (git-ignored) held no state.
 python scripts/train.py --data data/multi30k --run runs/multi30k-small --out checkpoints/multi30k-small \

@@ -3,8 +3,8 @@
 # parameters) against d_model 384 (d_ff 1536, 20.8M), both with the paper's N=6 encoder layers and h=8, the
 # news-small recipe otherwise (pre-norm, clipping 1.0, 3,500-token batches, warm-up 600, lr scale 0.4, bf16,
 # tensor2tensor's dropouts), from scratch, at EQUAL WALL-CLOCK: both at once, one CPU thread each, for 70 minutes,
-# so that a slow minute of the shared machine hits both. Session 14 ran exactly these commands; the README
-# ("Which recipe?") gives what they showed. Needs data/wmt-en-de (the first command of news-small.sh).
+# so that a slow minute of the shared machine hits both. Run exactly so on 2026-12-02; docs/experiments.md
+# ("Which size?") gives what it showed. Needs data/wmt-en-de (the first command of scripts/recipes/news-small.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 R=(--data data/wmt-en-de --preset small --clip 1.0 --threads 1 --max-tokens 3500 --warmup 600 --lr-scale 0.4
