@@ -3,7 +3,9 @@
 
 CARD.md's sections: Model, Training data, Training procedure (with the recipe: scripts/recipes/<name>.sh),
 Evaluation, Limitations and How to reproduce; each opens with the card's prose for it (notes, data_notes,
-training_notes, evaluation_notes, limitations), then the facts card.json records.
+training_notes, evaluation_notes, limitations: short paragraphs, a blank line between them), then the facts
+card.json records. A card's "history" (a list of {"date", "steps", "change", "dev", "test"}, one a training
+segment, oldest first) becomes a table in Training procedure.
 
     python scripts/write_card.py checkpoints/news-small --notes "why these sizes ..."
 """
@@ -88,18 +90,33 @@ def data_lines(card: Card) -> list:
     return out
 
 
+HISTORY = {"date": "date", "steps": "steps", "change": "what changed",
+           "dev": "dev: perplexity, greedy BLEU", "test": "test: BLEU / chrF (beam 4)"}   # key: column heading
+
+
+def history_lines(history) -> list[str]:
+    """card["history"] as a Markdown table, one row a training segment (a "|" in a cell is escaped)."""
+    if not isinstance(history, list) or not history:
+        return []
+    def cell(row, key):
+        return str(row.get(key, "") if isinstance(row, dict) else "").replace("|", "\\|")
+    return ["| " + " | ".join(HISTORY.values()) + " |", "|" + "---|" * len(HISTORY),
+            *("| " + " | ".join(cell(row, key) for key in HISTORY) + " |" for row in history), ""]
+
+
 def training_lines(card: Card) -> list:
     t = card.training
+    history = history_lines(card.extra.get("history"))
     if not t:
-        return [*prose(card.training_notes)]
-    return [*prose(card.training_notes),
+        return [*prose(card.training_notes), *history]
+    return [*prose(card.training_notes), *history,
             f"- Steps: {t.get('steps')}, epochs: {t.get('epochs')}, target tokens: {t.get('target_tokens')}",
             f"- Wall time: {t.get('wall_time_s', 0) / 3600:.2f} h on {t.get('hardware')}",
             f"- Batch: {t.get('max_tokens')} padded tokens x {t.get('accum')}; warmup {t.get('warmup')}, "
             f"lr scale {t.get('lr_scale')}" + (f", gradient clipping {t['clip']}" if t.get("clip") else "")
             + (f", overrides {' '.join(t['overrides'])}" if t.get("overrides") else "")
             + f"; averaged saves: {', '.join(t.get('averaged_saves', []))}",
-            f"- Precision: {t['precision']} (the last session's; fp32 weights, optimiser and loss)"
+            f"- Precision: {t['precision']} (the last segment's; fp32 weights, optimiser and loss)"
             if t.get("precision") else None,
             (f"- Warm start: from `{t['warm_start']['from']}` at step {t['warm_start']['step']}, "
              f"{t['warm_start']['optimizer']}, {t['warm_start']['rewarm']} steps of learning-rate re-warm-up"
@@ -165,7 +182,7 @@ def reproduce_lines(card: Card) -> list:
     out = [f"The commands that made it, in order, with when and why each ran: `{card.recipe}`. "
            f"`bash {card.recipe}` runs them again; it writes into {folder}, replacing this checkpoint."
            if card.recipe else
-           "No recipe was recorded: the settings above are those of the last training session (card.json).", ""]
+           "No recipe was recorded: the settings above are those of the last training segment (card.json).", ""]
     evals = [f"python scripts/evaluate.py {folder} --split {split}" for split in ("valid", "test")
              if getattr(card, split)]
     evals += [f"python scripts/evaluate_pronouns.py {folder}"] if card.pronouns else []

@@ -1,5 +1,6 @@
 """scripts/write_card.py: CARD.md as a model card with headed sections, made from card.json."""
 import json
+import re
 
 import pytest
 
@@ -60,6 +61,30 @@ def test_the_pronoun_lines_name_the_held_out_anaphora_head():
     card.pronouns.update(separation=0.7151, feminine_lean=-0.7553)
     assert "separation 0.7151 (the chance" in card_markdown(card)
     assert "mean lean to ihr-/sie -0.76 nats" in card_markdown(card)
+
+
+def test_the_history_becomes_a_table_in_training_procedure():
+    rows = [{"date": "2026-11-30", "steps": "1-100", "change": "fresh run", "dev": "9.5, 3.1", "test": "2.0 / 20.1"},
+            {"date": "2026-12-01", "steps": "101-200", "change": "warm start | cool-down", "dev": "8.0, 4.2",
+             "test": "3.5 / 25.0"}]
+    training = section(card_markdown(Card(name="c", training_notes="HOW", extra={"history": rows})),
+                       "Training procedure")
+    table = [line for line in training.splitlines() if line.startswith("|")]
+    assert table[0] == "| date | steps | what changed | dev: perplexity, greedy BLEU | test: BLEU / chrF (beam 4) |"
+    assert table[2] == "| 2026-11-30 | 1-100 | fresh run | 9.5, 3.1 | 2.0 / 20.1 |"
+    assert table[3] == "| 2026-12-01 | 101-200 | warm start \\| cool-down | 8.0, 4.2 | 3.5 / 25.0 |"
+    assert len(table) == 4 and training.index("HOW") < training.index("| date")
+    assert "| date" not in card_markdown(Card(name="c", training_notes="HOW", extra={"history": []}))
+
+
+@pytest.mark.parametrize("name", ["news-small", "multi30k-small"])
+def test_the_shipped_cards_speak_in_short_paragraphs_and_dates(name):
+    card = read_card(CHECKPOINTS / name)
+    for field in ("notes", "data_notes", "training_notes", "evaluation_notes", "limitations"):
+        for paragraph in (getattr(card, field) or "").split("\n\n"):
+            assert len(paragraph.split()) <= 150, (field, paragraph[:60])
+    assert card.extra["history"] and all(len(row["date"]) == 10 for row in card.extra["history"])
+    assert not re.search(r"(?i)\bsessions? \d|\bissue \d", (CHECKPOINTS / name / "CARD.md").read_text())
 
 
 def test_an_old_card_with_one_notes_paragraph_still_renders():
