@@ -3,11 +3,18 @@
 Usage (from the repo root):
     python scripts/prepare_data.py --corpus ../shared/data/wmt-en-de --out data/wmt-en-de
     python scripts/prepare_data.py --corpus ../shared/data/multi30k --out data/multi30k
+    python scripts/prepare_data.py --corpus ../shared/data/wmt-en-de --extra ../shared/data/en-de-extra \
+        --origins human forward --cap 4 --spm-model checkpoints/news-small/spm.model --out data/news-mix
 Options: --vocab-size 8000  --max-len 250 (words)  --ratio 2.5  --spm-sample 1000000
 
 The corpus folder must hold aligned train/valid/test .en/.de files (UTF-8, one sentence a line).
-Writes to OUT: {train,valid,test}.{en,de} (cleaned), train.origin (if the corpus has one),
-spm.model + spm.vocab (ids: 0 <pad>, 1 <unk>, 2 <s>, 3 </s>) and prep_report.json.
+--extra adds training pairs from more folders (train.{en,de} and train.origin), chosen by origin
+(--origins, prefixes such as human, forward, back/wmt23), at most --cap translations per source
+sentence, the English side of back-translated pairs tagged with --tag-back (scripts/data_mix.py).
+--spm-model keeps an existing SentencePiece model (a warm start must keep its checkpoint's pieces).
+Writes to OUT: {train,valid,test}.{en,de} (cleaned), train.origin (if a corpus has one),
+spm.model + spm.vocab (ids: 0 <pad>, 1 <unk>, 2 <s>, 3 </s>) and prep_report.json, which records
+what was taken from each corpus.
 
 Every split is normalised the same way (see `normalize`). Only TRAIN pairs are dropped; valid and
 test keep every line so that line numbers stay aligned with the references (valid line 8 and line
@@ -17,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
+import shutil
 import os
 import sys
 import unicodedata
@@ -25,6 +34,7 @@ from pathlib import Path
 
 from core.checkpoint.atomic import atomic_open, write_json
 from core.paths import portable, shared_data
+from scripts.data_mix import BACK, Selection, select
 
 DEFAULT_CORPUS = shared_data("wmt-en-de")
 SPLITS = ("train", "valid", "test")
@@ -139,11 +149,38 @@ def read_lines(path: Path):
             raise DataError(f"{path} is not valid UTF-8 (near line {i + 1}): {e}") from None
 
 
+def check_extra(folder: Path) -> int:
+    """Check an extra training corpus (train.en, train.de, train.origin aligned); return its number of pairs."""
+    folder = Path(folder)
+    paths = [folder / f"train.{x}" for x in (*LANGS, "origin")]
+    missing = [p.name for p in paths if not p.is_file()]
+    if not folder.is_dir() or missing:
+        raise DataError(f"Extra corpus {folder}: missing {', '.join(missing) or 'folder'}\n"
+                        f"  --extra takes folders holding train.en, train.de and train.origin (one origin a line).")
+    counts = [count_lines(p) for p in paths]
+    if len(set(counts)) > 1:
+        raise DataError(f"Extra corpus {folder}: train.en, train.de and train.origin have {counts} lines.\n"
+                        f"  Line i of each file must belong to the same pair; the files are not aligned.")
+    return counts[0]
+
+
+def extra_rows(folder: Path, n_lines: int, selection: Selection, progress: bool):
+    """The chosen (en, de, origin) rows of an extra corpus, raw, and how many of each kind were taken."""
+    from tqdm import tqdm
+
+    rows = zip(*(read_lines(Path(folder) / f"train.{x}") for x in (*LANGS, "origin")))
+    rows = list(tqdm(rows, total=n_lines, desc=f"read {Path(folder).name}", unit=" pairs", disable=not progress))
+    keep, kinds = select(rows, selection)
+    return [r for r, k in zip(rows, keep) if k], kinds
+
+
 def clean_split(corpus: Path, out: Path, split: str, n_lines: int, max_words: int, max_ratio: float,
-                progress: bool = True) -> dict:
+                progress: bool = True, extra=(), tag_back: str = "") -> dict:
     """Normalise one split into OUT/{split}.{en,de}; drop bad pairs only if split == "train".
 
-    A train.origin file next to train.en is filtered in step. Returns the split's statistics.
+    A train.origin file next to train.en is filtered in step. `extra`: more (en, de, origin) training rows,
+    appended after the corpus's own (train only); `tag_back` goes before the English side of back/ rows.
+    Returns the split's statistics.
     """
     from tqdm import tqdm
 
@@ -151,18 +188,24 @@ def clean_split(corpus: Path, out: Path, split: str, n_lines: int, max_words: in
     sources = [corpus / f"{split}.{lang}" for lang in LANGS]
     targets = [out / f"{split}.{lang}" for lang in LANGS]
     origin = corpus / "train.origin"
-    if drop and origin.is_file():
-        if count_lines(origin) == n_lines:
-            sources.append(origin)
-            targets.append(out / "train.origin")
-        else:
-            print(f"warning: {origin} does not have {n_lines} lines; ignoring it", file=sys.stderr)
+    has_origin = drop and origin.is_file()
+    if has_origin and count_lines(origin) != n_lines:
+        raise DataError(f"{origin} does not have {n_lines} lines like {split}.en: each pair needs its origin on the "
+                        f"same line.\n  Fix or remove {origin.name}.")
+    if has_origin:
+        sources.append(origin)
+    if has_origin or extra:
+        targets.append(out / "train.origin")
+    rows = zip(*(read_lines(s) for s in sources))
+    if extra:   # the corpus's own pairs get their origin, or the corpus's name, beside the extra ones
+        rows = (r if has_origin else (*r, corpus.name) for r in rows)
+        rows = itertools.chain(rows, extra)
     reasons, by_origin, changed, kept = Counter(), Counter(), 0, 0
     with contextlib.ExitStack() as stack:
         # each file replaces its old one only when the whole split is written: a crash never leaves half a split
         files = [stack.enter_context(atomic_open(t, "w", newline="\n")) for t in targets]
-        rows = zip(*(read_lines(s) for s in sources))
-        for row in tqdm(rows, total=n_lines, desc=f"clean {split}", unit=" pairs", disable=not progress):
+        for row in tqdm(rows, total=n_lines + len(extra), desc=f"clean {split}", unit=" pairs",
+                        disable=not progress):
             en, de = normalize(row[0]), normalize(row[1])
             changed += (en != row[0]) + (de != row[1])
             reason = drop_reason(en, de, max_words, max_ratio)
@@ -172,10 +215,12 @@ def clean_split(corpus: Path, out: Path, split: str, n_lines: int, max_words: in
                     by_origin[row[2]] += 1
                 if drop:
                     continue
+            if tag_back and len(row) > 2 and row[2].startswith(BACK):
+                en = f"{tag_back} {en}"
             kept += 1
             for f, text in zip(files, (en, de, *row[2:])):
                 f.write(text + "\n")
-    stats = {"pairs_in": n_lines, "pairs_out": kept, "lines_changed_by_normalisation": changed,
+    stats = {"pairs_in": n_lines + len(extra), "pairs_out": kept, "lines_changed_by_normalisation": changed,
              ("dropped" if drop else "flagged_but_kept"): {r: reasons[r] for r in REASONS}}
     if by_origin:
         stats["dropped_by_origin"] = dict(by_origin.most_common())
@@ -184,12 +229,14 @@ def clean_split(corpus: Path, out: Path, split: str, n_lines: int, max_words: in
 
 # ---------------------------------------------------------------- SentencePiece
 
-def train_spm(inputs: list[Path], out: Path, vocab_size: int, sample: int = 1_000_000, seed: int = 1) -> Path:
+def train_spm(inputs: list[Path], out: Path, vocab_size: int, sample: int = 1_000_000, seed: int = 1,
+              symbols: tuple[str, ...] = ()) -> Path:
     """Train one BPE model on all `inputs` (both languages) and write OUT/spm.model + OUT/spm.vocab.
 
     One shared vocabulary as in the paper (it also lets the embeddings be tied). byte_fallback
     spells any character missing from the vocabulary as UTF-8 bytes, so emoji or other scripts
     never become <unk>. `sample` caps the sentences used (0 = all); more rarely changes the pieces.
+    `symbols` (e.g. a back-translation tag) become pieces of their own, never split.
     """
     import sentencepiece as spm
 
@@ -202,7 +249,7 @@ def train_spm(inputs: list[Path], out: Path, vocab_size: int, sample: int = 1_00
             pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
             pad_piece="<pad>", unk_piece="<unk>", bos_piece="<s>", eos_piece="</s>",
             input_sentence_size=sample, shuffle_input_sentence=True, max_sentence_length=16384,
-            num_threads=min(4, os.cpu_count() or 1), minloglevel=1,
+            num_threads=min(4, os.cpu_count() or 1), minloglevel=1, user_defined_symbols=list(symbols),
         )
     except RuntimeError as e:
         for suffix in (".model", ".vocab"):
@@ -229,18 +276,56 @@ def format_report(report: dict) -> str:
     return "\n".join(lines)
 
 
-def prepare(corpus: Path, out: Path, vocab_size: int = 8000, max_len: int = 250, ratio: float = 2.5,
-            spm_sample: int = 1_000_000, progress: bool = True) -> dict:
-    """Run the whole preparation (check, clean, train SentencePiece, report); return the report."""
+def keep_spm(model: Path, out: Path) -> Path:
+    """Copy an existing SentencePiece model (and its .vocab) into OUT, checked to have this project's special ids."""
     import sentencepiece as spm
 
-    corpus, out = Path(corpus), Path(out)
+    model = Path(model)
+    if not model.is_file():
+        raise DataError(f"SentencePiece model not found: {model}\n"
+                        f"  --spm-model takes a checkpoint's spm.model, e.g. checkpoints/news-small/spm.model.")
+    try:
+        sp = spm.SentencePieceProcessor(model_file=str(model))
+    except (RuntimeError, OSError) as e:
+        raise DataError(f"{model} is not a SentencePiece model: {e}") from None
+    ids = (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id())
+    if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
+        raise DataError(f"{model} numbers <pad>, <unk>, <s>, </s> as {ids}, not (0, 1, 2, 3) as this project's "
+                        f"models do.")
+    for suffix in (".model", ".vocab"):
+        if model.with_suffix(suffix).is_file():
+            shutil.copyfile(model.with_suffix(suffix), out / f".spm-tmp{suffix}")
+            os.replace(out / f".spm-tmp{suffix}", out / f"spm{suffix}")
+    return out / "spm.model"
+
+
+def prepare(corpus: Path, out: Path, vocab_size: int = 8000, max_len: int = 250, ratio: float = 2.5,
+            spm_sample: int = 1_000_000, progress: bool = True, extras=(), selection: Selection | None = None,
+            spm_model: Path | None = None) -> dict:
+    """Run the whole preparation (check, clean, train or keep SentencePiece, report); return the report.
+
+    extras: folders of more training pairs, chosen by `selection`; spm_model: keep this SentencePiece model.
+    """
+    import sentencepiece as spm
+
+    corpus, out, selection = Path(corpus), Path(out), selection or Selection()
     counts = check_corpus(corpus)  # fail before writing anything
+    extra_counts = [check_extra(folder) for folder in extras]
     out.mkdir(parents=True, exist_ok=True)
-    splits = {s: clean_split(corpus, out, s, counts[s], max_len, ratio, progress) for s in SPLITS}
+    kept_model = keep_spm(spm_model, out) if spm_model else None   # its errors come before the long work
+    extra, taken = [], []
+    for folder, n in zip(extras, extra_counts):
+        rows, kinds = extra_rows(folder, n, selection, progress)
+        extra += rows
+        taken.append({"corpus": portable(folder), "pairs_in": n, "taken": len(rows), "taken_by_kind": dict(kinds)})
+    splits = {s: clean_split(corpus, out, s, counts[s], max_len, ratio, progress,
+                             extra if s == "train" else (), selection.tag_back) for s in SPLITS}
+    del extra
     if splits["train"]["pairs_out"] == 0:
         raise DataError(f"No training pair survived cleaning in {corpus}; check the files and --max-len/--ratio.")
-    model = train_spm([out / "train.en", out / "train.de"], out, vocab_size, spm_sample)
+    tag = (selection.tag_back,) if selection.tag_back else ()
+    model = (kept_model or
+             train_spm([out / "train.en", out / "train.de"], out, vocab_size, spm_sample, symbols=tag))
     sp = spm.SentencePieceProcessor(model_file=str(model))
     report = {
         "corpus": portable(corpus),   # relative to the project: no machine paths in cards
@@ -252,6 +337,10 @@ def prepare(corpus: Path, out: Path, vocab_size: int = 8000, max_len: int = 250,
         "splits": splits,
         "spm_vocab_size": sp.get_piece_size(),
     }
+    if extras:
+        report["extra"] = {"selection": selection.describe(), "corpora": taken}
+    if spm_model:
+        report["spm_from"] = portable(spm_model)
     write_json(out / "prep_report.json", report)
     return report
 
@@ -266,11 +355,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-len", type=int, default=250, help="drop train pairs with a side over this many words")
     p.add_argument("--ratio", type=float, default=2.5, help="drop train pairs whose length ratio (chars) exceeds this")
     p.add_argument("--spm-sample", type=int, default=1_000_000, help="sentences sampled for SentencePiece (0 = all)")
+    p.add_argument("--extra", type=Path, nargs="+", default=[], metavar="DIR",
+                   help="more training pairs: folders with train.{en,de} and train.origin")
+    p.add_argument("--origins", nargs="+", default=[], metavar="PREFIX",
+                   help="take only these origins of the --extra corpora, e.g. human forward back/wmt23 (default: all)")
+    p.add_argument("--cap", type=int, default=0, metavar="K",
+                   help="take at most K translations of one source sentence from the --extra corpora (0: no cap)")
+    p.add_argument("--tag-back", default="", metavar="TAG",
+                   help="put TAG (e.g. '<bt>') before the English side of back-translated pairs (origin back/...)")
+    p.add_argument("--spm-model", type=Path, help="keep this SentencePiece model (a warm start needs its own) "
+                                                  "instead of training one")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     args = p.parse_args(argv)
+    if (args.origins or args.cap or args.tag_back) and not args.extra:
+        p.error("--origins, --cap and --tag-back choose among the --extra corpora: give --extra DIR")
+    if args.cap < 0:
+        p.error("--cap must be 0 (no cap) or more")
     try:
         report = prepare(args.corpus, args.out, args.vocab_size, args.max_len, args.ratio,
-                         args.spm_sample, progress=not args.no_progress)
+                         args.spm_sample, progress=not args.no_progress, extras=args.extra,
+                         selection=Selection(tuple(args.origins), args.cap, args.tag_back), spm_model=args.spm_model)
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -278,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     dropped = report["splits"]["train"].get("dropped_by_origin")
     if dropped:
         print("train drops by origin:", ", ".join(f"{k} {v}" for k, v in dropped.items()))
+    for c in report.get("extra", {}).get("corpora", []):
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(c["taken_by_kind"].items()))
+        print(f"extra {c['corpus']}: took {c['taken']} of {c['pairs_in']} pairs ({kinds})")
     print(f"SentencePiece vocab: {report['spm_vocab_size']} pieces -> {args.out / 'spm.model'}")
     print(f"report -> {args.out / 'prep_report.json'}")
     return 0

@@ -150,3 +150,79 @@ def test_stray_carriage_return_does_not_split_a_line(tmp_path):
     assert pd.check_corpus(tmp_path) == {"train": 2, "valid": 2, "test": 2}
     assert list(pd.read_lines(tmp_path / "train.en")) == ["a\rb", "d"]
 
+
+
+# ---------------------------------------------------------------- extra corpora (--extra, scripts/data_mix.py)
+
+EXTRA = [("the cat sees.", "die Katze sieht.", "human/tatoeba"),
+         ("the cat sees.", "die Katze schaut.", "forward/wmt23/A"),
+         ("the cat sees.", "Katze sieht.", "forward/wmt23/B"),
+         ("the cat sees.", "die Katze sieht es.", "forward/wmt22/C"),
+         ("a house sees.", "das Haus sieht.", "back/wmt23/A"),
+         ("the house looks.", "das Haus sieht.", "back/wmt23/B")]
+
+
+def write_extra(root: Path, rows=EXTRA) -> Path:
+    """An extra corpus: train.{en,de,origin} only."""
+    root.mkdir(parents=True, exist_ok=True)
+    for i, name in enumerate(("train.en", "train.de", "train.origin")):
+        (root / name).write_text("".join(r[i] + "\n" for r in rows), encoding="utf-8")
+    return root
+
+
+def test_extra_corpora_chosen_by_origin_capped_and_tagged(tmp_path):
+    corpus, extra = make_corpus(tmp_path / "c"), write_extra(tmp_path / "x")
+    out = tmp_path / "o"
+    report = pd.prepare(corpus, out, vocab_size=400, max_len=20, progress=False, extras=[extra],
+                        selection=pd.Selection(("forward", "back/wmt23"), cap=2, tag_back="<bt>"))
+    taken = report["extra"]["corpora"][0]
+    # 'the cat sees.' has 3 forward translations, capped to 2 (the human one is not taken); both back pairs
+    # translate 'das Haus sieht.' (German is the source side of a back pair): 2, within the cap
+    assert taken["pairs_in"] == 6 and taken["taken"] == 4 and taken["taken_by_kind"] == {"forward": 2, "back": 2}
+    assert report["extra"]["selection"] == {"origins": ["forward", "back/wmt23"], "cap_per_source": 2,
+                                            "tag_back": "<bt>"}
+    en = (out / "train.en").read_text(encoding="utf-8").splitlines()
+    origins = (out / "train.origin").read_text(encoding="utf-8").splitlines()
+    assert len(en) == len(origins) == 301 + 4 and origins[:301] == ["c"] * 301   # the corpus's own, named by folder
+    assert en[-2:] == ["<bt> a house sees.", "<bt> the house looks."]
+    assert len(set(origins[301:303])) == 2 and all(o.startswith("forward/") for o in origins[301:303])
+    sp = spm.SentencePieceProcessor(model_file=str(out / "spm.model"))
+    assert "<bt>" in sp.encode("<bt> a", out_type=str)                     # the tag is one piece of its own
+
+
+def test_a_kept_sentencepiece_model_is_copied_not_trained(prepared, tmp_path):
+    model = prepared[0] / "spm.model"
+    corpus, extra = make_corpus(tmp_path / "c"), write_extra(tmp_path / "x")
+    report = pd.prepare(corpus, tmp_path / "o", max_len=20, progress=False, extras=[extra], spm_model=model)
+    assert (tmp_path / "o" / "spm.model").read_bytes() == model.read_bytes()
+    assert report["extra"]["corpora"][0]["taken"] == 6 and report["spm_vocab_size"] == 400
+    assert report["spm_from"].endswith("spm.model")
+    with pytest.raises(pd.DataError, match="SentencePiece model not found"):
+        pd.prepare(corpus, tmp_path / "o2", progress=False, spm_model=tmp_path / "none.model")
+
+
+def test_extra_corpus_errors_name_the_files(tmp_path, capsys):
+    corpus = make_corpus(tmp_path / "c")
+    extra = write_extra(tmp_path / "x")
+    (extra / "train.origin").write_text("human/a\n")                       # 1 line for 6 pairs
+    with pytest.raises(pd.DataError, match=r"have \[6, 6, 1\] lines"):
+        pd.prepare(corpus, tmp_path / "o", progress=False, extras=[extra])
+    (extra / "train.origin").unlink()
+    assert pd.main(["--corpus", str(corpus), "--out", str(tmp_path / "o"), "--extra", str(extra)]) == 1
+    assert "missing train.origin" in capsys.readouterr().err
+    with pytest.raises(SystemExit):                                         # --cap without --extra
+        pd.main(["--corpus", str(corpus), "--out", str(tmp_path / "o"), "--cap", "2"])
+    assert "give --extra DIR" in capsys.readouterr().err
+
+
+def test_a_misaligned_origin_file_is_an_error_not_a_silent_cut(tmp_path):
+    corpus = make_corpus(tmp_path / "c")
+    (corpus / "train.origin").write_text("synthetic\n" * 5)
+    with pytest.raises(pd.DataError, match="does not have 304 lines"):
+        pd.prepare(corpus, tmp_path / "o", progress=False)
+
+
+def test_selection_prefixes_match_whole_parts():
+    sel = pd.Selection(("back", "human/tatoeba"))
+    assert sel.takes("back/wmt21/X") and sel.takes("human/tatoeba") and not sel.takes("backup/x")
+    assert not sel.takes("human/tatoeba-anki") and pd.Selection().takes("anything")
