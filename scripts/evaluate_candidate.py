@@ -7,10 +7,11 @@
 On the candidate it runs scripts/evaluate.py (newstest2014, decoded as the shipped score was: beam 4, all
 sentences; the card's "test") and scripts/evaluate_pronouns.py (the pronoun test and the held-out anaphora head:
 the card's "pronouns"), then finds the heads of the paper's Figures 3 and 4 on both checkpoints. The shipped
-checkpoint's scores are read from its card, as its own evaluation wrote them. It prints both side by side with
-issue 23's targets (layers and heads counted from 1), and a verdict: replace only for at least REPLACE_GAIN more
-BLEU on the same sentences, beam and length penalty, with both figure links kept (a replacement stays in the
-repository's history for good).
+checkpoint's scores are read from its card, as its own evaluation wrote them (its pronoun test is run once if its
+card lacks the anaphora head over random halvings). It prints both side by side with the news model's TARGETS
+(layers and heads counted from 1), and a verdict by SHIP_RULE: a replacement stays in the repository's history for
+good, so it must be clearly better on newstest2014 (the same sentences, beam and length penalty) and no worse on
+what the app shows: the pronoun test, the held-out anaphora head, the paper's Figures 3 and 4.
 """
 from __future__ import annotations
 
@@ -24,9 +25,14 @@ from core.studies import paper_figures as pf
 from scripts import cli, evaluate, evaluate_pronouns
 
 SHIPPED = "checkpoints/news-small"
-REPLACE_GAIN = 0.5          # BLEU a replacement must add (README, "Which recipe?")
+# The ship rule (set 2026-12-04): at least `bleu_gain` more newstest2014 BLEU, not worse on any of `not_worse`
+# (pronoun test overall and feminine, the held-out anaphora head's mean over random halvings), no figure link lost.
+SHIP_RULE = {"bleu_gain": 1.0, "not_worse": ("accuracy", "feminine", "anaphora_mean")}
 LINKED_FIGURES = (3, 4)
-TARGETS = {"bleu": 16.0, "accuracy": 0.70, "feminine": 0.50, "anaphora": 0.30}   # issue 23
+# What the news model aims at (set 2026-12-04, when the training data grew ninefold): printed beside the scores
+TARGETS = {"bleu": 18.0, "accuracy": 0.70, "feminine": 0.55, "anaphora_mean": 0.30}
+NAMES = {"accuracy": "pronouns overall", "feminine": "pronouns feminine",
+         "anaphora_mean": "the anaphora head over random halvings"}
 SAME_TEST = ("sentences", "beam", "alpha", "references")     # what two "test" entries must share to compare
 
 
@@ -71,6 +77,7 @@ def scores(card: Card, links: dict) -> dict:
             "anaphora": head.get("hit_rate_second_half"),
             "anaphora_head": [head["layer"], head["head"]] if head else None,
             "anaphora_halvings": head.get("random_halvings"),
+            "anaphora_mean": (head.get("random_halvings") or {}).get("mean"),
             "figures": links}
 
 
@@ -84,19 +91,29 @@ def verdict(shipped: dict, candidate: dict) -> tuple[bool, str]:
         return False, (f"not comparable: the two newstest scores differ in {', '.join(differ)} "
                        f"({', '.join(f'{a.get(k)} against {b.get(k)}' for k in differ)}).")
     lost = [n for n, f in shipped["figures"].items() if f["linked"] and not candidate["figures"][n]["linked"]]
-    gain = b["bleu"] - a["bleu"]
     if lost:
         return False, (f"keep the shipped one: the candidate loses the Figure {' and '.join(map(str, lost))} "
                        f"link{'s' if len(lost) > 1 else ''}.")
-    if gain < REPLACE_GAIN - 1e-9:
-        return False, f"keep the shipped one: {gain:+.2f} BLEU is under the +{REPLACE_GAIN} a replacement needs."
-    return True, f"replace: {gain:+.2f} BLEU (at least +{REPLACE_GAIN}) with the figure links kept."
+    gain, need = b["bleu"] - a["bleu"], SHIP_RULE["bleu_gain"]
+    if gain < need - 1e-9:
+        return False, f"keep the shipped one: {gain:+.2f} BLEU is under the +{need} a replacement needs."
+    unknown = [NAMES[k] for k in SHIP_RULE["not_worse"] if None in (shipped.get(k), candidate.get(k))]
+    if unknown:
+        return False, f"cannot tell: no score for {', '.join(unknown)} (run scripts/evaluate_pronouns.py on both)."
+    worse = [f"{NAMES[k]} ({100 * candidate[k]:.1f}% against {100 * shipped[k]:.1f}%)"
+             for k in SHIP_RULE["not_worse"] if candidate[k] < shipped[k] - 1e-9]
+    if worse:
+        return False, f"keep the shipped one: {gain:+.2f} BLEU, but worse on {'; '.join(worse)}."
+    return True, (f"replace: {gain:+.2f} BLEU (at least +{need}), the figure links kept, no worse on the pronoun "
+                  "test and the anaphora head.")
 
 
 def review(args) -> dict:
     """Evaluate the candidate (card "test" and "pronouns"), find both models' figure heads, compare."""
     shipped_folder, folder = Path(args.shipped), Path(args.checkpoint)
     # the shipped checkpoint first: a wrong --shipped fails before minutes of decoding
+    if not ((read_card(shipped_folder).pronouns or {}).get("anaphora_head") or {}).get("random_halvings"):
+        evaluate_pronouns.run(evaluate_pronouns.parse_args([str(shipped_folder)]))   # a card from before they existed
     both = {"shipped": scores(read_card(shipped_folder), figure_links(load_checkpoint(shipped_folder)))}
     same, mine = both["shipped"]["test"], read_card(folder).test or {}
     if not (args.reuse_test and not args.limit and all(mine.get(k) == same.get(k) for k in SAME_TEST)):
@@ -143,9 +160,10 @@ def describe(result: dict) -> str:
             ("pronouns overall", pct(a["accuracy"]), pct(b["accuracy"]), f">= {pct(TARGETS['accuracy'])}"),
             ("pronouns feminine", pct(a["feminine"]), pct(b["feminine"]), f">= {pct(TARGETS['feminine'])}"),
             ("pronouns, genders separated", a.get("separation"), b.get("separation"), "(0.5: ignored)"),
-            ("anaphora head, held out", head(a), head(b), f">= {pct(TARGETS['anaphora'])}"),
-            ("  the same, random halvings", halvings(a), halvings(b), "(how much the halving decides)")]
-    rows += [(f"Figure {n}", fig(a["figures"][n]), fig(b["figures"][n]), "linked") for n in LINKED_FIGURES]
+            ("anaphora head, held out", head(a), head(b), "(one fixed halving)"),
+            ("  the same, random halvings", halvings(a), halvings(b), f"mean >= {pct(TARGETS['anaphora_mean'])}")]
+    rows += [(f"Figure {n}", fig(a["figures"][n]), fig(b["figures"][n]), f"linked (>= {pf.LINK_CAP:.2f})")
+             for n in LINKED_FIGURES]
     widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
     lines = ["  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
     return "\n".join(lines + ["", result["verdict"]])

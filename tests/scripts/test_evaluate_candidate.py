@@ -44,9 +44,10 @@ def test_review_scores_the_candidate_and_compares(two_checkpoints, tmp_path, cap
     assert review["verdict"] in printed and "newstest2014 BLEU" in printed and "pronouns feminine" in printed
     halvings = review["candidate"]["anaphora_halvings"]          # the held-out head over random halvings too
     assert halvings == card.pronouns["anaphora_head"]["random_halvings"]
-    assert review["shipped"]["anaphora_halvings"] is None                # a card from before: n/a, no crash
+    # the shipped card lacked them (written before they existed): the review ran its pronoun test once
+    assert review["shipped"]["anaphora_halvings"] == read_card(shipped).pronouns["anaphora_head"]["random_halvings"]
     assert f"{100 * halvings['mean']:.1f}% (5-95%" in printed
-    if gain < ec.REPLACE_GAIN:                   # two random models: the figure links decide nothing here
+    if gain < ec.SHIP_RULE["bleu_gain"]:         # two random models: the figure links decide nothing here
         assert not review["replace"]
 
 
@@ -56,20 +57,27 @@ def test_a_quick_look_gives_no_verdict(two_checkpoints, capsys):
     assert "not comparable: the two newstest scores differ in sentences (30 against 5)" in capsys.readouterr().out
 
 
-def scored(bleu, linked=(True, True), beam=4):
+def scored(bleu, linked=(True, True), beam=4, accuracy=0.7, feminine=0.5, anaphora_mean=0.2):
     return {"test": {"bleu": bleu, "chrf": 40.0, "sentences": 2737, "beam": beam, "alpha": 0.6, "references": "r"},
+            "accuracy": accuracy, "feminine": feminine, "anaphora_mean": anaphora_mean,
             "figures": {n: {"linked": lk} for n, lk in zip(ec.LINKED_FIGURES, linked)}}
 
 
-def test_verdict_needs_half_a_bleu_point_and_both_links():
-    assert ec.verdict(scored(14.72), scored(15.22)) == (True, "replace: +0.50 BLEU (at least +0.5) "
-                                                              "with the figure links kept.")
-    assert ec.verdict(scored(14.72), scored(15.21))[1].startswith("keep the shipped one: +0.49 BLEU")
+def test_verdict_needs_a_bleu_point_both_links_and_no_worse_pronouns():
+    assert ec.verdict(scored(14.72), scored(15.72)) == (True, "replace: +1.00 BLEU (at least +1.0), the figure "
+                                                              "links kept, no worse on the pronoun test and the "
+                                                              "anaphora head.")
+    assert ec.verdict(scored(14.72), scored(15.71))[1].startswith("keep the shipped one: +0.99 BLEU")
     assert ec.verdict(scored(14.72), scored(16.0, linked=(True, False)))[1] == (
         "keep the shipped one: the candidate loses the Figure 4 link.")
     assert ec.verdict(scored(14.72, linked=(False, True)), scored(16.0, linked=(False, True)))[0]
     assert "differ in beam (4 against 1)" in ec.verdict(scored(14.72), scored(16.0, beam=1))[1]
     assert "has no newstest score" in ec.verdict(scored(None), scored(16.0))[1]
+    assert ec.verdict(scored(14.72), scored(16.0, feminine=0.40))[1] == (
+        "keep the shipped one: +1.28 BLEU, but worse on pronouns feminine (40.0% against 50.0%).")
+    assert "the anaphora head over random halvings" in ec.verdict(scored(14.72), scored(16.0, anaphora_mean=0.1))[1]
+    assert ec.verdict(scored(14.72), scored(16.0, accuracy=None))[1].startswith("cannot tell: no score for "
+                                                                             "pronouns overall")
 
 
 def test_a_missing_checkpoint_is_a_readable_error(two_checkpoints, tmp_path, monkeypatch, capsys):
