@@ -51,7 +51,8 @@ def parse_args(argv=None):
     p.add_argument("--max-steps", type=int, default=0)
     p.add_argument("--cooldown", type=int, default=0, metavar="STEPS",
                    help="with --max-steps: take the learning rate to 0 over the last STEPS steps (1 - sqrt shape)")
-    p.add_argument("--max-minutes", type=float, default=0.0, help="stop after this much training time")
+    p.add_argument("--max-minutes", type=float, default=0.0,
+                   help="stop after this much training time (summed over --resume; from a warm start: --init-from)")
     p.add_argument("--epochs", type=float, default=0.0)
     p.add_argument("--patience", type=int, default=0,
                    help="stop when dev BLEU has not improved for this many validations (0: never)")

@@ -117,7 +117,8 @@ def stop_reason(args, info, epochs: float, elapsed: float) -> str | None:
         return "max_steps"
     if max_epochs and epochs >= max_epochs:
         return "epochs"
-    if max_minutes and elapsed >= max_minutes * 60:
+    since = elapsed - (info.get("init") or {}).get("elapsed_s", 0.0)   # a warm start's minutes count from it
+    if max_minutes and since >= max_minutes * 60:
         return "max_minutes"
     return None
 

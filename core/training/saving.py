@@ -46,7 +46,8 @@ def warm_start(folder, model, run: Path, rewarm: int, grow: bool = False) -> dic
     step = int(tr.get("steps", 0))
     if (folder / "train_log.jsonl").exists() and not (run / "train_log.jsonl").exists():
         atomic_write(run / "train_log.jsonl", (folder / "train_log.jsonl").read_bytes())
-    init = {"from": portable(folder), "step": step, "rewarm": rewarm, "optimizer": "fresh Adam"}
+    init = {"from": portable(folder), "step": step, "rewarm": rewarm, "optimizer": "fresh Adam",
+            "elapsed_s": float(tr.get("wall_time_s", 0.0))}   # --max-minutes counts from here
     if grown:
         init["grown"] = grown
     return {"step": step, "epoch": int(tr.get("epochs", 0)) + 1, "pos": 0,   # a new shuffle, not the one it was in

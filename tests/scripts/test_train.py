@@ -301,6 +301,10 @@ def test_stop_reason_names_the_limit_that_ended_the_run():
     assert stop_reason(args, info, 1.0, 600) == "max_minutes"
     assert stop_reason(args, {"step": 100, "bleu_stale": 3}, 2.0, 600) == "patience"
     assert stop_reason(SimpleNamespace(max_minutes=1), {"step": 5, "bleu_stale": 9}, 0.1, 90) == "max_minutes"
+    # a warm start carries the checkpoint's training time on, but its --max-minutes count from the warm start
+    warm = {**info, "init": {"step": 40, "elapsed_s": 50_000.0}}
+    assert stop_reason(args, warm, 1.0, 50_000.0 + 540) is None
+    assert stop_reason(args, warm, 1.0, 50_000.0 + 600) == "max_minutes"
 
 
 def test_bench_mfu_counts_the_papers_matmuls_and_reads_the_log(trained, capsys):
