@@ -121,7 +121,7 @@ def _attention_view(key: CheckpointKey, src: str, tgt: str | None, beam: int, ki
 @st.cache_resource(max_entries=64, show_spinner=False)
 def heatmap_frame(rows: tuple, cols: tuple, row_title: str, col_title: str, zmax, presenter: bool) -> dict:
     """A styled one-head heatmap for these labels as a dict, shared by every session: switching the head (or the
-    layer) only swaps in another map and title (heatmap_from_frame), instead of building a figure (issue 13)."""
+    layer) only swaps in another map and title (heatmap_from_frame), instead of building a figure."""
     fig = heatmap_figure(np.zeros((len(rows), len(cols)), np.float32), list(rows), list(cols), zmax=zmax,
                          row_title=row_title, col_title=col_title, text_scale=PRESENTER if presenter else 1.0)
     return readable(fig, presenter).to_dict()
@@ -368,7 +368,7 @@ def toy_figures(run_id: str, step: int, presenter: bool, _run: toy_task.LiveRun,
     return readable(loss, presenter), readable(grid, presenter)
 
 
-# ---- Beyond attention weights: norm-based maps and ALTI+ (issue 25) ----
+# ---- Beyond attention weights: norm-based maps and ALTI+ ----
 
 @st.cache_resource(max_entries=32, show_spinner="Measuring what each word contributes…")
 def contributions(key: CheckpointKey, src: str, tgt: str | None = None, beam: int = 1) -> contrib_study.Contributions:

@@ -3,7 +3,7 @@
 
     python scripts/compare_runs.py runs/cmp-d256 runs/cmp-d384
     python scripts/compare_runs.py runs/a runs/b --every 10 --json comparison.json
-    python scripts/compare_runs.py runs/news-s17-drop03 runs/news-s17-drop01 --since-warm-start
+    python scripts/compare_runs.py runs/news-drop03 runs/news-drop01 --since-warm-start
 
 Reads each run's train_log.jsonl (scripts/train.py writes it): its validation lines (dev perplexity, greedy
 BLEU, the pronoun test) and the wall time of its steps. Every --every minutes, up to the last validation of the
@@ -73,7 +73,7 @@ def at_equal_time(runs: dict[str, list[dict]], every: float) -> list[dict]:
 
 def fmt(v: dict) -> str:
     """One run's cell: step, perplexity, BLEU, the pronoun test's overall / feminine accuracy and how well it tells
-    the genders apart (separation; "-" in logs from before session 22)."""
+    the genders apart (separation; "-" in logs written before 2026-12-03)."""
     def num(x, spec):
         return "-" if x is None else format(x, spec)
     return (f"step {v['step']:>6} ppl {num(v['ppl'], '6.2f')} BLEU {num(v['bleu'], '5.2f')} "

@@ -53,7 +53,7 @@ def heatmap_from_frame(frame: dict, attn: np.ndarray, title: str = "", zmax: flo
     and colour mode: only the map, the top of the colour scale and the title change.
 
     Building and validating a Plotly figure costs tens of milliseconds, and a head switch repeats it for the
-    same labels and axes (issue 13); here the frame was validated once, so the copy skips validation (Plotly's
+    same labels and axes; here the frame was validated once, so the copy skips validation (Plotly's
     `_validate=False`) and costs about a millisecond. The result equals heatmap_figure(attn, ..., title, zmax)
     given the same styling (tests/test_head_switch.py). The frame is shared, never changed: the changed parts
     are new dicts.

@@ -159,7 +159,7 @@ PRONOUN_SERIES = {
 
 def pronoun_log(valids: pd.DataFrame) -> pd.DataFrame:
     """The validations' "pronouns" records as columns step, accuracy, feminine, masc_neut (fractions 0-1) and
-    separation (an AUC, 0-1; logs before session 22 lack it)."""
+    separation (an AUC, 0-1; logs written before 2026-12-03 lack it)."""
     if valids is None or valids.empty or "pronouns" not in valids:
         return pd.DataFrame()
     rows = []

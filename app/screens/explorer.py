@@ -206,7 +206,7 @@ src, tgt, beam, translation_place = sentence_inputs(ckpt.name, examples(model.ca
 tgt = tgt if tgt.strip() else None
 translation(ckpt, src, tgt, beam, translation_place)
 controls = map_controls(model.cfg)
-show = show_weights.show_control("show")        # attention weights | weighted by value size | contributions (issue 25)
+show = show_weights.show_control("show")        # attention weights | weighted by value size | contributions
 view = cache.contribution_view(ckpt, src, tgt, beam, controls["kind"], show, controls["words"], controls["specials"])
 if controls["view"] == "grid":
     model_view(view, controls)

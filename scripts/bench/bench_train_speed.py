@@ -65,7 +65,7 @@ def main(argv=None):
     p.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides for both sides")
     p.add_argument("--this-set", nargs="*", default=[], metavar="KEY=VALUE",
                    help="config overrides for this tree only, e.g. attn_dropout=0 ffn_dropout=0 (the paper's "
-                        "dropout, which commits before session 10 cannot set)")
+                        "dropout, which commits before 3419519 of 2026-12-01 cannot set)")
     args = p.parse_args(argv)
     if args.skip >= args.steps:
         p.error("--skip must be smaller than --steps")

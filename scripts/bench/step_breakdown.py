@@ -12,7 +12,7 @@ the fused pre-softmax projection and loss (core/model/loss.py, which also makes 
 backward pass, gradient clipping and the Adam step, and its target tokens/s. Prints one JSON object.
 
 Why a clock: on this project's 2-core machine (a virtual machine) torch.profiler made whole steps 1.5 to 4x
-slower and single ops 30 to 50x slower (the loss's softmax: 127 ms against ~2 ms; session 24), so its table
+slower and single ops 30 to 50x slower (the loss's softmax: 127 ms against ~2 ms; measured on 2026-12-03), so its table
 described the profiler. Forward hooks cost a few microseconds a call. Run it on an idle machine.
 """
 from __future__ import annotations

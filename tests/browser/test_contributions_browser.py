@@ -1,4 +1,4 @@
-"""End to end (issue 25): the explorer's "Show:" in a real browser draws the attention weights, the norm-based map and
+"""End to end: the explorer's "Show:" in a real browser draws the attention weights, the norm-based map and
 the ALTI+ contributions of the same sentence, each with its explanation, and no Streamlit exception box."""
 import pytest
 

@@ -1,5 +1,5 @@
 """TranslationModel.attend_batch: padded batches cut back to each sentence's own maps, encoder-only results,
-and the per-head query and key vectors (issue 16) that reproduce every map through softmax(q k^T / sqrt(d_k))."""
+and the per-head query and key vectors that reproduce every map through softmax(q k^T / sqrt(d_k))."""
 import numpy as np
 import pytest
 import torch

@@ -99,7 +99,7 @@ def test_head_view_lines_grow_bolder_with_the_weight():
     drawn = {(k, i, j) for k, i, j, _, _ in segs}
     for k, i, j, opacity, width in segs:
         assert (opacity, width) == line_style(round(float(attn[k, i, j]), 2))
-    # both opacity and width rise with the weight, and a middling weight is not drawn pale (issue 26)
+    # both opacity and width rise with the weight, and a middling weight is not drawn pale
     ranked = sorted(segs, key=lambda s: attn[s[0], s[1], s[2]])
     for column in (3, 4):                                      # opacity, width
         assert [s[column] for s in ranked] == sorted(s[column] for s in ranked)

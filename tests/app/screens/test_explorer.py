@@ -123,7 +123,7 @@ def test_words_special_tokens_and_colour_switches(new_app):
     assert figures(at)[0]["data"][0]["zmax"] == 1.0                   # weights compare across heads
     at.toggle(key="stretch").set_value(True).run()
     assert 0 < figures(at)[0]["data"][0]["zmax"] < 1.0                  # the untrained model spreads thin
-    # a class sees words first (issue 26); the model's own pieces are one switch away
+    # a class sees words first, as every map does; the model's own pieces are one switch away
     assert at.toggle(key="words").value is True
     words = figures(at)[0]["layout"]["yaxis"]["ticktext"]
     assert not any(t.startswith("▁") for t in words) and "&lt;/s&gt;" in words

@@ -1,5 +1,5 @@
 """A head switch on the explorer page swaps one map into a cached, styled figure frame instead of building a
-figure (issue 13): the result must be exactly the figure a fresh build gives."""
+figure: the result must be exactly the figure a fresh build gives."""
 import base64
 import json
 

@@ -1,5 +1,5 @@
 """Head ablation on a model shared between threads, as the app's sessions share one cached model:
-an ablation in one thread must never change what another thread gets (issue 13)."""
+an ablation in one thread must never change what another thread gets (a class shares one server)."""
 import threading
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Queries and keys (issue 16): core.studies.qk's gathering, centring and projections on hand-made vectors whose answer
+"""Queries and keys: core.studies.qk's gathering, centring and projections on hand-made vectors whose answer
 is known, the figures, the shipped samples, and the page in AppTest."""
 import json
 from types import SimpleNamespace
