@@ -1,5 +1,5 @@
 """The sidebar of every page: the checkpoint picker, the picked checkpoint's card in a few captions, and the
-presenter switch."""
+presenter switch; and, since app/main.py calls it on every rerun of every page, the pages' compact header."""
 from __future__ import annotations
 
 import streamlit as st
@@ -7,6 +7,7 @@ import streamlit as st
 from app import cache
 from app.checkpoints import UNTRAINED, checkpoint_names, preferred_checkpoint
 from app.demo import DOMAINS, domain
+from app.page_header import compact_header
 from core import CheckpointError
 
 
@@ -23,6 +24,7 @@ def sidebar(prefer_domain: str | None = None) -> None:
     """Checkpoint picker, its card and the presenter switch; a broken checkpoint shows a message and the others
     stay pickable. Until someone picks a checkpoint, a page with a prefer_domain gets a checkpoint of that domain.
     The picked checkpoint's version is looked up here, once for the rerun (app.cache.pin_checkpoint)."""
+    compact_header()
     names = checkpoint_names()
     if not st.session_state.get("checkpoint_picked") or st.session_state.get("checkpoint") not in names:
         st.session_state.checkpoint = preferred_checkpoint(names, prefer_domain)

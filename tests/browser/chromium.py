@@ -73,13 +73,13 @@ def serve(checkpoints: Path, log: Path):
 
 
 @contextlib.contextmanager
-def browser_page(height: int = 2200):
-    """A page of a tall window in Debian's Chromium, with the generous timeout; closed afterwards."""
+def browser_page(height: int = 2200, width: int = 1400):
+    """A page of a window (tall, unless told) in Debian's Chromium, with the generous timeout; closed afterwards."""
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": height})
+            page = browser.new_page(viewport={"width": width, "height": height})
             page.set_default_timeout(WAIT_MS)
             yield page
         finally:
