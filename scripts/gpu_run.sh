@@ -3,8 +3,9 @@
 #
 #     scripts/gpu_run.sh MINUTES [DATA]
 #
-# DATA: a prepared folder (with spm.model, from scripts/prepare_data.py; default data/wmt-en-de) or a raw corpus
-# folder ({train,valid,test}.{en,de}), which is prepared first. Then: train the news model in bf16 for MINUTES
+# DATA: a prepared folder (with spm.model, from scripts/prepare_data.py; default data/wmt-en-de), such a folder
+# packed by scripts/pack_data.py (a .tar.xz small enough for the device's carry), or a raw corpus folder
+# ({train,valid,test}.{en,de}), which is prepared first. Then: train the news model in bf16 for MINUTES
 # (pre-norm, clipping, the paper's schedule), average the last saves, evaluate newstest2014 (beam 4, sacrebleu),
 # print tokens/s and MFU. The work goes to $WORK (default artifacts/gpu-run: data, run, the checkpoint folder
 # $WORK/$NAME); the results to $OUT (default $WORK), few and small, as a lent device returns at most 8 files
@@ -37,6 +38,12 @@ mkdir -p "$WORK" "$OUT"
 exec > >(tee -a "$OUT/gpu_run.log") 2>&1
 python -c "import torch; print('torch', torch.__version__, '| CUDA:', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none, running on the CPU')"
 
+if [ -f "$DATA" ] && [[ "$DATA" == *.tar.xz ]]; then       # packed by scripts/pack_data.py: unpack it
+    mkdir -p "$WORK/unpacked"
+    NAME_IN=$(tar -tJf "$DATA" | head -n 1 | cut -d/ -f1)
+    tar -xJf "$DATA" -C "$WORK/unpacked"
+    DATA="$WORK/unpacked/$NAME_IN"
+fi
 if [ ! -f "$DATA/spm.model" ]; then
     if [ ! -f "$DATA/train.en" ]; then
         echo "gpu_run: $DATA is neither prepared data (spm.model) nor a raw corpus (train.en, train.de, ...)" >&2
