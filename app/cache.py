@@ -33,6 +33,7 @@ from core.studies import conllu
 from core.studies import syntax as sx
 from core.studies import emergence as emergence_study
 from core.studies import alignment as al
+from core.studies import alignment_gold as ag
 from core.studies import contributions as contrib_study
 from core.studies import step_by_step, toy_task
 from core.views import AttentionView
@@ -264,8 +265,8 @@ def sentence_test(key: CheckpointKey, item: dict) -> tuple[float, float]:
 def gold_pairs(folder: str):
     """(pairs, None), or (None, why not) when the gold data is not there."""
     try:
-        return al.read_gold(folder), None
-    except al.AlignmentError as e:
+        return ag.read_gold(folder), None
+    except ag.AlignmentError as e:
         return None, str(e)
 
 

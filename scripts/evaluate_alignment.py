@@ -34,6 +34,7 @@ from tqdm import tqdm
 
 from core import CheckpointError, load_checkpoint
 from core.studies import alignment as al
+from core.studies import alignment_gold as ag
 from core.studies import alignment_weights as aw
 from core.checkpoint import read_card, update_card, write_json
 from core.paths import portable
@@ -48,7 +49,7 @@ SUMMARY = ("pairs", "scored", "skipped", "shared_piece_pairs", "selected", "best
 def parse_args(argv=None):
     p = cli.parser(__doc__)
     cli.add_checkpoint(p)
-    p.add_argument("--gold", default=str(al.DEFAULT_GOLD),
+    p.add_argument("--gold", default=str(ag.DEFAULT_GOLD),
                    help="folder with src.en, tgt.de and gold.talp (English index first); default: %(default)s")
     p.add_argument("--json", help="write the full result (every head) to this file")
     p.add_argument("--as-tokenized", action="store_true",
@@ -125,11 +126,11 @@ def describe(r: dict) -> str:
 
 def run(args) -> dict:
     if args.limit < 0 or args.threads < 1:
-        raise al.AlignmentError("--limit cannot be negative and --threads must be at least 1.")
+        raise ag.AlignmentError("--limit cannot be negative and --threads must be at least 1.")
     cli.set_threads(args.threads)
     folder = Path(args.checkpoint)
     tm = load_checkpoint(folder)
-    pairs = al.read_gold(args.gold)
+    pairs = ag.read_gold(args.gold)
     pairs = pairs[: args.limit] if args.limit else pairs
     weights = list(dict.fromkeys(args.weights))
     with tqdm(total=len(pairs), unit="pair", disable=args.no_progress, dynamic_ncols=True) as bar:
@@ -152,7 +153,7 @@ def run(args) -> dict:
     return result
 
 
-main = cli.command(parse_args, run, describe, (al.AlignmentError, CheckpointError))
+main = cli.command(parse_args, run, describe, (ag.AlignmentError, CheckpointError))
 
 
 if __name__ == "__main__":

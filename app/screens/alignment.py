@@ -12,6 +12,7 @@ from app import cache
 from app.display import show_figure
 from app.figures import alignment as figs
 from core.studies import alignment as al
+from core.studies import alignment_gold as ag
 
 AER_TEXT = ("**AER** (alignment error rate, Och & Ney 2003) compares the links a head proposes with the links "
             "human annotators drew, each marked *sure* (S) or only *possible* (P): "
@@ -21,7 +22,7 @@ OWN = "Your own sentence"
 
 
 def gold_folder() -> str:
-    return os.environ.get("ATTN_EXPLORER_ALIGNMENT_GOLD") or str(al.DEFAULT_GOLD)
+    return os.environ.get("ATTN_EXPLORER_ALIGNMENT_GOLD") or str(ag.DEFAULT_GOLD)
 
 
 def label(layer, head) -> str:
@@ -72,7 +73,7 @@ def sentence_pair(pairs, why):
     tokenized = c2.toggle("Feed the gold's tokenised text (spaces around punctuation)", key="al_tokenized",
                           help="Off: the text is detokenised ('end.'), as the model saw text in training.")
     pair = pairs[int(k) - 1]
-    src, tgt = al.model_text(pair, tokenized)
+    src, tgt = ag.model_text(pair, tokenized)
     st.markdown(f"**English:** {' '.join(pair.src_words)}  \n**German:** {' '.join(pair.tgt_words)}")
     st.caption("The model translates English → German, so English is its source and the German sentence is "
                "fed to the decoder (teacher forcing).")

@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from . import alignment as al
+from . import alignment_gold as ag
 from .contributions import WEIGHTS, contributions
 
 
@@ -45,15 +46,15 @@ def evaluate_weights(tm, pairs: list, weights=("attention", "norm", "alti"), as_
     t0 = time.time()
     evs = {w: al.Evaluation(labels=[], n_pairs=len(pairs)) for w in weights}
     for k, pair in enumerate(pairs):
-        src, tgt = al.model_text(pair, as_tokenized)
+        src, tgt = ag.model_text(pair, as_tokenized)
         try:
             c = contributions(tm, src, tgt)
             slots = al.gold_slots(c.result, pair)
-        except (al.AlignmentError, ValueError) as e:
+        except (ag.AlignmentError, ValueError) as e:
             for ev in evs.values():
                 ev.skipped.append((pair.line, str(e)))
         else:
-            S, P = al.gold_masks(pair)
+            S, P = ag.gold_masks(pair)
             diagonal = al.counts(al.predict(al.diagonal_map(*S.shape)), S, P)
             for w, ev in evs.items():
                 for shift in al.SHIFTS:

@@ -42,7 +42,7 @@ import pandas as pd
 
 from core.tokenizer import clean_text, merge_attention
 
-from .alignment import _piece_bytes
+from .alignment_gold import piece_bytes
 from .conllu import SyntaxDataError, UDSentence, read_figure5
 
 DIRECTIONS = ("dep->head", "head->dep")
@@ -63,7 +63,7 @@ def piece_words(pieces: list[str], words: list[str]) -> list[int]:
     A piece that straddles two words goes to the one it overlaps most (the first on a tie); a lone "▁" to
     the word after it. Raises SyntaxDataError when the pieces spell another text (an <unk>, a cut).
     """
-    spans = [_piece_bytes(p) for p in pieces]
+    spans = [piece_bytes(p) for p in pieces]
     if any(b is None for b in spans):
         raise SyntaxDataError("the model's tokenizer turned part of it into an unknown piece (<unk>)")
     word_bytes = [_word_bytes(w) for w in words]

@@ -7,6 +7,7 @@ from streamlit.testing.v1 import AppTest
 import core
 from tests.helpers import FIXTURES, tiny_model
 from core.studies import alignment as al
+from core.studies import alignment_gold as ag
 from scripts import evaluate_alignment as script
 from core.paths import REPO
 
@@ -54,8 +55,8 @@ def charts(at) -> dict:
 def pair_aer(ckpts, line: int, layer, head, shift) -> str:
     """The page's per-pair AER, computed here from core alone."""
     tm = core.load_checkpoint(ckpts / "plain")
-    pair = al.read_gold(GOLD)[line - 1]
-    src, tgt = al.model_text(pair)
+    pair = ag.read_gold(GOLD)[line - 1]
+    src, tgt = ag.model_text(pair)
     res = tm.attend(src, tgt=tgt)
     A = al.select(al.word_maps(res, shift, *al.gold_slots(res, pair)), layer, head)
     links = {(t, int(row.argmax())) for t, row in enumerate(A)}

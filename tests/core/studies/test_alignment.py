@@ -1,5 +1,5 @@
-"""core.studies.alignment on hand-built maps whose AER is known, the gold parser on a hand-written fixture,
-both shifts, and scripts/evaluate_alignment.py end to end on a tiny checkpoint."""
+"""core.studies.alignment on hand-built maps whose AER is known, both shifts, a gold pair of the hand-written fixture
+as the page shows it, and scripts/evaluate_alignment.py end to end on a tiny checkpoint."""
 from tests.helpers import FIXTURES
 import json
 from types import SimpleNamespace
@@ -9,16 +9,17 @@ import pytest
 
 import core
 from core.studies import alignment as al
+from core.studies import alignment_gold as ag
 from scripts import evaluate_alignment as script
 from scripts.write_card import card_markdown
 
 GOLD = FIXTURES / "alignment_gold"
 
 
-def diagonal_gold(n: int) -> al.GoldPair:
+def diagonal_gold(n: int) -> ag.GoldPair:
     words = [f"w{i}" for i in range(n)]
     sure = {(i, i) for i in range(n)}
-    return al.GoldPair(1, words, words, sure, set(sure))
+    return ag.GoldPair(1, words, words, sure, set(sure))
 
 
 def one_hot(n_tgt, n_src, cols) -> np.ndarray:
@@ -28,46 +29,7 @@ def one_hot(n_tgt, n_src, cols) -> np.ndarray:
 
 
 def aer_of(A, pair, method="argmax", threshold=0.5) -> dict:
-    return al.scores(al.counts(al.predict(A, method, threshold), *al.gold_masks(pair)))
-
-
-# ---------------------------------------------------------------- gold files
-
-def test_talp_is_english_first_one_based_and_possible_includes_sure():
-    sure, possible = al.parse_talp("1-2 3p1 2-2", n_src=3, n_tgt=2)
-    # "i-j": English (source) i, German (target) j  ->  link (target j-1, source i-1)
-    assert sure == {(1, 0), (1, 1)}
-    assert possible == {(1, 0), (1, 1), (0, 2)}
-
-
-@pytest.mark.parametrize("line, problem", [("1-x", "cannot read"), ("1:2", "cannot read"), ("4-1", "outside"),
-                                           ("0-1", "outside"), ("1p3", "outside")])
-def test_talp_errors_are_worded(line, problem):
-    with pytest.raises(al.AlignmentError, match=problem):
-        al.parse_talp(line, n_src=3, n_tgt=2)
-
-
-def test_read_gold_on_the_fixture():
-    pairs = al.read_gold(GOLD)
-    assert [p.line for p in pairs] == [1, 2, 3, 4]
-    two = pairs[1]
-    assert two.src_words[4] == "playing" and two.tgt_words[3] == "spielen"
-    assert (3, 4) in two.sure                             # "5-4": playing - spielen, sure
-    assert (3, 3) in two.possible - two.sure              # "4p4": are - spielen, possible only
-    assert (4, 5) in two.sure and (4, 6) in two.sure      # "im" is "in the"
-    assert len(two.sure) == 8 and len(two.possible) == 9
-    four = pairs[3]
-    assert four.sure >= {(3, 1), (1, 3)} and (0, 0) in four.possible - four.sure
-
-
-def test_read_gold_errors(tmp_path):
-    with pytest.raises(al.AlignmentError, match="lacks src.en, tgt.de, gold.talp"):
-        al.read_gold(tmp_path)
-    (tmp_path / "src.en").write_text("a b\nc\n")
-    (tmp_path / "tgt.de").write_text("x y\n")
-    (tmp_path / "gold.talp").write_text("1-1\n")
-    with pytest.raises(al.AlignmentError, match="different numbers of lines"):
-        al.read_gold(tmp_path)
+    return al.scores(al.counts(al.predict(A, method, threshold), *ag.gold_masks(pair)))
 
 
 # ---------------------------------------------------------------- scores on hand-built maps
@@ -106,26 +68,6 @@ def test_classify_sorts_links():
 
 
 # ---------------------------------------------------------------- pieces, words and shifts
-
-def test_detokenize():
-    assert al.detokenize(["we", "do", "n't", "cherry-pick", "."]) == "we do n't cherry-pick."
-    assert al.detokenize(["the", "rapporteur", "'s", "view", ",", "(", "A5", ")", "is", '"', "good", '"', "."]) == \
-        'the rapporteur\'s view, (A5) is "good".'
-
-
-def test_piece_slots():
-    assert al.piece_slots(["▁Hello", ",", "▁world", "."], ["Hello", ",", "world", "."]) == \
-        [(0, 0), (1, 1), (2, 2), (3, 3)]
-    # one piece spelling two gold words belongs to both
-    assert al.piece_slots(["▁end", '",'], ["end", '"', ","]) == [(0, 0), (1, 1), (1, 2)]
-    # byte-fallback pieces and a lone "▁" (it starts the next word)
-    assert al.piece_slots(["▁gr", "<0xC3>", "<0xBC>", "n", "▁", "x"], ["grün", "x"]) == \
-        [(0, 0), (1, 0), (2, 0), (3, 0), (4, 1), (5, 1)]
-    with pytest.raises(al.AlignmentError, match="different text"):
-        al.piece_slots(["▁Hello"], ["Hallo"])
-    with pytest.raises(al.AlignmentError, match="unknown piece"):
-        al.piece_slots(["▁Hello", "<unk>"], ["Hello", "?"])
-
 
 def fake_result(cross: np.ndarray, src: list, tgt: list):
     """An AttendResult stand-in: cross (N_dec, h, T, S) over src pieces + </s> and <s> + tgt pieces."""
@@ -173,8 +115,8 @@ def test_candidates_and_select():
 
 
 def test_one_sentence_pair_as_the_page_shows_it(translation_model):
-    pair = al.read_gold(GOLD)[1]
-    src, tgt = al.model_text(pair)
+    pair = ag.read_gold(GOLD)[1]
+    src, tgt = ag.model_text(pair)
     res = translation_model.attend(src, tgt=tgt)
     sentence = al.sentence_maps(res, pair)
     assert (sentence.rows, sentence.cols, sentence.translation) == (pair.tgt_words, pair.src_words, res.tgt)
@@ -193,7 +135,7 @@ def test_one_sentence_pair_as_the_page_shows_it(translation_model):
     assert own.cols == ["the", "lazy", "dog"] and own.rows == ["der", "faule", "Hund"]
     mine = al.head_links(own, 1, "mean", "produced")
     assert mine.gold is None and mine.scores is None and set(mine.links) == {"model"} and len(mine.links["model"]) == 3
-    with pytest.raises(al.AlignmentError, match="empty"):
+    with pytest.raises(ag.AlignmentError, match="empty"):
         al.sentence_maps(SimpleNamespace(src_tokens=["</s>"], tgt_tokens=["<s>"], cross=None))
 
 
@@ -211,7 +153,7 @@ def by_hand_diagonal_aer(pairs) -> float:
 
 
 def test_evaluate_and_report(translation_model):
-    pairs = al.read_gold(GOLD)
+    pairs = ag.read_gold(GOLD)
     ev = al.evaluate(translation_model, pairs)
     r = al.report(ev)
     L, h = translation_model.cfg.N_dec, translation_model.cfg.h
@@ -226,7 +168,7 @@ def test_evaluate_and_report(translation_model):
     # one head's corpus AER again, through link sets instead of masks
     a_s = a_p = n_a = n_s = 0
     for p in pairs:
-        src, tgt = al.model_text(p)
+        src, tgt = ag.model_text(p)
         res = translation_model.attend(src, tgt=tgt)
         A = al.select(al.word_maps(res, "read", *al.gold_slots(res, p)), 1, 2)
         links = {(t, int(np.argmax(row))) for t, row in enumerate(A)}
@@ -239,7 +181,7 @@ def test_evaluate_and_report(translation_model):
 
 
 def test_report_on_one_pair_is_valid_json(translation_model):
-    r = al.report(al.evaluate(translation_model, al.read_gold(GOLD)[:1]))
+    r = al.report(al.evaluate(translation_model, ag.read_gold(GOLD)[:1]))
     rule = "chosen on the first 1 of 1 given pairs, scored on the rest"
     assert r["halves"] == {"first": 1, "second": 0, "rule": rule}
     assert r["selected"]["aer_second_half"] is None and r["diagonal"]["aer_second_half"] is None

@@ -8,6 +8,7 @@ import torch
 
 import core
 from core.studies import alignment as al
+from core.studies import alignment_gold as ag
 from core.studies import alignment_weights as aw
 from scripts import evaluate_alignment as script
 from tests.helpers import FIXTURES
@@ -16,7 +17,7 @@ GOLD = FIXTURES / "alignment_gold"
 
 
 def test_attention_through_the_new_path_scores_as_before(translation_model):
-    pairs = al.read_gold(GOLD)
+    pairs = ag.read_gold(GOLD)
     old = al.report(al.evaluate(translation_model, pairs))
     new = {w: al.report(ev) for w, ev in aw.evaluate_weights(translation_model, pairs).items()}
     assert new["attention"]["heads"] == old["heads"] and new["attention"]["selected"] == old["selected"]
@@ -32,8 +33,8 @@ def test_norm_candidates_are_attention_times_value_size(translation_model):
     """A norm-based head's word map is its attention weights times ||f(x_j)||, f recomputed here from the weights
     and the encoder's output, rows renormalised."""
     from core.studies.contributions import contributions, value_vectors
-    tm, pair = translation_model, al.read_gold(GOLD)[0]
-    src, tgt = al.model_text(pair)
+    tm, pair = translation_model, ag.read_gold(GOLD)[0]
+    src, tgt = ag.model_text(pair)
     c = contributions(tm, src, tgt)
     slots = al.gold_slots(c.result, pair)
     labels, stack = aw.weight_candidates(c, "norm", "produced", slots)
