@@ -11,6 +11,7 @@ from app.figures.attention import heatmap_figure
 from app.figures.training import (card_facts, describe_model, emergence_charts, emergence_summary, read_train_log,
                                   training_charts)
 from app.text import md_escape
+from app.words import words_note, words_toggle
 from core.checkpoint.snapshots import read_probes, read_snapshot, snapshot_steps
 from core.studies.emergence import appearance
 from core.training.schedule import describe_cooldown
@@ -95,7 +96,7 @@ if not snaps or not probes:
     st.stop()
 st.caption(f"{len(snaps)} snapshots of the attention on {len(probes)} dev sentences, taken during training. "
            "Move the slider to watch a head form.")
-c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
+c1, c2, c3, c4, c5 = st.columns([3, 2, 1, 1, 1.4], vertical_alignment="bottom")
 probe = c1.selectbox("Sentence", range(len(probes)), key="snap_probe",
                      format_func=lambda i: (f"dev line {probes[i]['line']}" if probes[i].get("line") else
                                             "the paper's sentence") + f": {probes[i]['src'][:70]}")
@@ -103,6 +104,7 @@ kind = c2.selectbox("Attention", list(KINDS), format_func=KINDS.get, key="snap_k
 n_layers = model.cfg.N if kind == "enc_self" else model.cfg.N_dec
 layer = c3.selectbox("Layer", range(n_layers), format_func=lambda i: str(i + 1), key="snap_layer")
 head = c4.selectbox("Head", range(model.cfg.h), format_func=lambda h: str(h + 1), key="snap_head")
+words = words_toggle(c5, "snap_words")                            # words first, as on every other map
 by_step = dict(snaps)
 step = st.select_slider("Training step", options=list(by_step), value=list(by_step)[-1], key="snap_step")
 try:
@@ -111,7 +113,7 @@ except (KeyError, OSError, ValueError) as e:
     st.error(f"The snapshot of step {step} cannot be read ({e}); it may have been cut short while training wrote it.")
     st.stop()
 try:
-    snap = attention_view(probes[probe], kind, maps=maps)          # labelled as on every page (core.views)
+    snap = attention_view(probes[probe], kind, words=words, maps=maps)   # labelled as on every page (core.views)
 except (KeyError, ValueError):                                     # tokens missing, or not the maps' sizes
     snap = None
 if snap is not None and kind != "enc_self" and layer >= snap.maps.shape[0] and head < snap.maps.shape[1]:
@@ -125,5 +127,4 @@ if snap is None or layer >= snap.maps.shape[0] or head >= snap.maps.shape[1]:
 fig = heatmap_figure(snap.maps[layer, head], snap.rows, snap.cols, zmax=1.0,
                      title=f"Step {step:,}: {KINDS[kind].lower()}, layer {layer + 1}, head {head + 1}")
 show_figure(fig, f"{name}_snapshot_{step}_{kind}_l{layer + 1}_h{head + 1}", key="snap_fig")
-if kind != "enc_self":
-    st.caption(md_escape(DECODER_ROWS))
+st.caption(md_escape(" ".join([words_note(words)] + ([DECODER_ROWS] if kind != "enc_self" else []))))

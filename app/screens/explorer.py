@@ -17,6 +17,7 @@ from app.display import clicked_numbers, show_figure
 from app.figures.attention import head_view_figure, heatmap_from_frame, model_view_figure
 from app.sidebar import presenter_mode
 from app.text import md_escape
+from app.words import words_note, words_toggle
 from core.tokenizer import display_pieces
 from core.views import DECODER_ROWS, KINDS, SHORT
 
@@ -48,7 +49,7 @@ def start_values(model) -> None:
     if st.session_state.get("src") in (None, st.session_state.get("src_default")):
         st.session_state.src = st.session_state.src_default = default_sentence(model.card)
     for key, default in [("tgt", ""), ("beam", 1), ("kind", "enc_self"),
-                         ("view", "one"), ("layer", min(4, model.cfg.N - 1)), ("head", 0), ("words", True),
+                         ("view", "one"), ("layer", min(4, model.cfg.N - 1)), ("head", 0),
                          ("specials", True), ("stretch", False), ("hv_layout", "columns")]:
         st.session_state.setdefault(key, default)
 
@@ -119,9 +120,7 @@ def map_controls(cfg) -> dict:
                           width=105)
     head = row.selectbox("Head", range(cfg.h), key="head", format_func=lambda i: f"{i + 1} of {cfg.h}", width=105,
                          disabled=view == "lines", help="The head view picks its heads below.")
-    words = row.toggle("Whole words", key="words",
-                       help="On: each word is one row and column, as a class reads it. Off: the model's own subword "
-                            "pieces.")
+    words = words_toggle(row, "words")
     view = row.segmented_control("View", list(VIEWS), key="view", format_func=VIEWS.get, required=True,
                                  help="One head: its map, large. All heads: every layer and head as small maps "
                                       "(the model view). Head view: the paper's lines, one per weight.")
@@ -135,12 +134,7 @@ def map_controls(cfg) -> dict:
 
 def conventions(v, c: dict) -> None:
     """One caption: words or pieces, what hiding <s> and </s> does to the rows, what a decoder row is."""
-    notes = []
-    if c["words"]:
-        notes.append("Whole words: the attention a word receives is the sum over its pieces, the attention it pays "
-                     "is the mean over its pieces, so rows still add up to 1.")
-    else:
-        notes.append("Subword pieces: ▁ marks a piece that starts a word.")
+    notes = [words_note(c["words"])]
     if not c["specials"]:
         notes.append("<s> and </s> are hidden without renormalising: a row now adds up to less than 1, and what is "
                      "missing is the weight that went to them." if not v.row_sums_to_one else

@@ -153,6 +153,14 @@ def test_checkpoint_page_replays_snapshots(with_tiny):
     def title():
         return spec(at.get("plotly_chart")[-1])["layout"]["title"]["text"]
     assert title().startswith("Step 300")
+    # words first, as on every other map; the model's pieces one switch away
+    def rows():
+        return spec(at.get("plotly_chart")[-1])["layout"]["yaxis"]["ticktext"]
+    assert at.toggle(key="snap_words").value is True and any("Whole words" in c.value for c in at.caption)
+    assert not any(t.startswith("▁") for t in rows())
+    ok(at.toggle(key="snap_words").set_value(False).run())
+    assert any(t.startswith("▁") for t in rows()) and any("Subword pieces" in c.value for c in at.caption)
+    at.toggle(key="snap_words").set_value(True).run()
     slider.set_value(150).run()
     assert ok(at) and title().startswith("Step 150")
     at.selectbox(key="snap_kind").set_value("cross").run()
