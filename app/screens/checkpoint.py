@@ -96,7 +96,7 @@ if not snaps or not probes:
     st.stop()
 st.caption(f"{len(snaps)} snapshots of the attention on {len(probes)} dev sentences, taken during training. "
            "Move the slider to watch a head form.")
-c1, c2, c3, c4, c5 = st.columns([3, 2, 1, 1, 1.4], vertical_alignment="bottom")
+c1, c2, c3, c4, c5 = st.columns([2.4, 2, 1, 1, 1.8], vertical_alignment="bottom")   # room for "Whole words"
 probe = c1.selectbox("Sentence", range(len(probes)), key="snap_probe",
                      format_func=lambda i: (f"dev line {probes[i]['line']}" if probes[i].get("line") else
                                             "the paper's sentence") + f": {probes[i]['src'][:70]}")
