@@ -1,5 +1,10 @@
 """A thin wrapper around SentencePiece: ids for the model, pieces for display, words for merged views.
 
+Every tokenizer of a checkpoint has the methods of Tokenizer: encode / encode_many (text -> ids), pieces (ids ->
+pieces as shown, a word's first piece marked with ▁), decode (ids -> text), len() (the ids the model writes) and
+save(folder). Tokenizer.from_folder reads any of them: ours and Marian's and M2M100's (SentencePiece, here), NLLB's
+tokenizer.json (core.tokenizer_json) and FSMT's Moses + BPE (core.tokenizer_moses).
+
 Merged (word-level) attention: a word's pieces are contiguous. The attention *to* a word is the
 sum over its pieces (the probability mass it receives, so rows still sum to 1); the attention
 *from* a word is the mean over its pieces' rows (each piece is one query). See merge_attention.
@@ -29,8 +34,9 @@ def clean_text(text: str) -> str:
 class Tokenizer:
     """Source and target SentencePiece models over one vocabulary of ids.
 
-    Our checkpoints use one shared model (`spm.model`). Imported Marian checkpoints have two
-    (`source.spm`, `target.spm`) and a `vocab.json` mapping pieces to ids.
+    Our checkpoints use one shared model (`spm.model`). Imported Marian and M2M100 checkpoints have two
+    (`source.spm`, `target.spm`; M2M100's are one model twice) and a `vocab.json` mapping pieces to ids; its
+    pieces that no SentencePiece model knows (</s>, <pad>, M2M100's language tokens) are left out of decoded text.
     """
 
     def __init__(self, src_proto: bytes, tgt_proto: bytes | None = None, vocab: dict | None = None):
@@ -38,16 +44,32 @@ class Tokenizer:
         self.tgt = spm.SentencePieceProcessor(model_proto=tgt_proto) if tgt_proto else self.src
         self.vocab = vocab                                    # piece -> id, or None: SentencePiece's ids
         self.id_to_piece = ({i: p for p, i in vocab.items()} if vocab else None)
+        self.specials = {p for p in vocab or () if p != "<unk>" and not (self._knows(self.src, p)
+                                                                         or self._knows(self.tgt, p))}
+
+    @staticmethod
+    def _knows(proc, piece: str) -> bool:
+        """Whether a SentencePiece model has this piece as text (not as its unknown or a control symbol)."""
+        i = proc.piece_to_id(piece)
+        return not (proc.is_unknown(i) or proc.is_control(i))
 
     @classmethod
-    def from_folder(cls, folder) -> Tokenizer:
+    def from_folder(cls, folder):
+        """The tokenizer of a checkpoint folder, whichever kind it is (see the module's docstring)."""
         folder = Path(folder)
         if (folder / "spm.model").exists():
             return cls((folder / "spm.model").read_bytes())
         if (folder / "source.spm").exists():
             vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
             return cls((folder / "source.spm").read_bytes(), (folder / "target.spm").read_bytes(), vocab)
-        raise FileNotFoundError(f"no SentencePiece model (spm.model, or source.spm + target.spm) in {folder}")
+        if (folder / "tokenizer.json").exists():
+            from core.tokenizer_json import JsonTokenizer       # here: it imports this module
+            return JsonTokenizer.from_folder(folder)
+        if (folder / "merges.txt").exists():
+            from core.tokenizer_moses import MosesBPETokenizer
+            return MosesBPETokenizer.from_folder(folder)
+        raise FileNotFoundError(f"no tokenizer (spm.model, source.spm + target.spm, tokenizer.json or merges.txt) "
+                                f"in {folder}")
 
     def save(self, folder) -> None:
         from core.checkpoint.atomic import atomic_write     # here: core.checkpoint imports this module
@@ -94,7 +116,7 @@ class Tokenizer:
         """Ids -> detokenised text."""
         if self.vocab is None:
             return self._proc(side).decode([int(i) for i in ids])
-        return self._proc(side).decode_pieces(self.pieces(ids, side))
+        return self._proc(side).decode_pieces([p for p in self.pieces(ids, side) if p not in self.specials])
 
 
 def word_ids(pieces: list[str], specials=("<s>", "</s>", "<pad>")) -> list[int]:

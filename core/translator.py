@@ -20,8 +20,9 @@ class AttendResult:
     """Everything a view needs for one sentence pair.
 
     src_tokens: source pieces + "</s>" (S). tgt_tokens: decoder inputs, the start token + target pieces (T)
-    (the start token is "<s>" in our models, "<pad>" in imported Marian ones).
-    out_tokens: what each decoder position predicts, target pieces + "</s>" (T).
+    (the start token is "<s>" in our models, "<pad>" in imported Marian ones, "</s>" in NLLB, M2M100, FSMT).
+    out_tokens: what each decoder position predicts, target pieces + "</s>" (T). NLLB and M2M100 models put
+    their language token first on both sides (cfg.src_prefix_id, cfg.tgt_prefix_id): it is a piece like any other.
     enc_self [N, h, S, S], dec_self [N_dec, h, T, T], cross [N_dec, h, T, S]: float32 numpy arrays,
     rows attend (queries), columns are attended (keys); every row sums to 1. An encoder-only result
     (attend_batch(..., encoder_only=True)) has dec_self = cross = None, tgt "" and no target tokens.
@@ -95,13 +96,25 @@ class TranslationModel:
         self.card, self.folder = as_card(card), folder     # card: core.checkpoint.card.Card
         # source + </s>, leaving room for an output of source length + 50 in the position table
         self.max_source_tokens = max(8, min(256, self.cfg.max_len - 51))
+        # the language tokens of NLLB and M2M100 models: before every source, and first in every target
+        self.src_prefix = [] if self.cfg.src_prefix_id is None else [self.cfg.src_prefix_id]
+        self.tgt_prefix = [] if self.cfg.tgt_prefix_id is None else [self.cfg.tgt_prefix_id]
 
     @property
     def device(self):
         return self.model.generator.weight.device
 
+    def source_ids(self, text: str) -> list[int]:
+        """The ids the encoder reads for this text: [language token] + pieces + </s> (ValueError if empty)."""
+        return self._source_ids(text)[0]
+
+    def target_ids(self, text: str) -> list[int]:
+        """The ids a target text is teacher-forced with: [language token] + pieces, without the start token and
+        </s> (ValueError if empty)."""
+        return self._target_ids(text, [])[1]
+
     def _source_ids(self, text: str):
-        """Validated text -> (ids + </s>, cleaned text, notices, truncated). Raises ValueError if empty."""
+        """Validated text -> (prefix + ids + </s>, cleaned text, notices, truncated). Raises ValueError if empty."""
         if not isinstance(text, str):
             raise ValueError(f"Please give the sentence as text, not {type(text).__name__}.")
         notices, truncated = [], False
@@ -111,28 +124,35 @@ class TranslationModel:
         if not text:
             raise ValueError("The sentence is empty: please type some words to translate.")
         ids = self.tokenizer.encode(text, "src")
-        if len(ids) + 1 > self.max_source_tokens:
-            ids, truncated = ids[: self.max_source_tokens - 1], True
+        room = self.max_source_tokens - 1 - len(self.src_prefix)
+        if len(ids) > room:
+            ids, truncated = ids[:room], True
         if truncated:
             kept = self.tokenizer.decode(ids, "src")
             notices.append(f"The input was too long and was cut to its first {len(ids)} pieces "
                            f"({len(kept)} characters), ending '…{kept[-30:]}'.")
             text = kept
-        return ids + [self.cfg.eos_id], text, notices, truncated
+        return self.src_prefix + ids + [self.cfg.eos_id], text, notices, truncated
 
     def _target_ids(self, tgt, notices: list):
-        """Validated target text -> (cleaned text, ids without <s> and </s>); a cut is added to notices."""
+        """Validated target text -> (cleaned text, [language token] + ids, no start token, no </s>); a cut is
+        added to notices."""
         if not isinstance(tgt, str):
             raise ValueError(f"Please give the target translation as text, not {type(tgt).__name__}.")
         tgt = clean_text(tgt)
         if not tgt:
             raise ValueError("The target translation is empty: type one, or leave it out to let the model translate.")
         ids = self.tokenizer.encode(tgt, "tgt")
-        limit = self.cfg.max_len - 1            # room for the start token in the position table
+        limit = self.cfg.max_len - 1 - len(self.tgt_prefix)   # room for the start token in the position table
         if len(ids) > limit:
             ids = ids[:limit]
             notices.append(f"The target translation was cut to its first {limit} pieces.")
-        return tgt, ids
+        return tgt, self.tgt_prefix + ids
+
+    def text(self, tgt_ids) -> str:
+        """Target ids (as translate, attend and target_ids give them) -> text, the language token left out."""
+        n = len(self.tgt_prefix)
+        return self.tokenizer.decode(tgt_ids[n:] if list(tgt_ids[:n]) == self.tgt_prefix else tgt_ids, "tgt")
 
     def _batch(self, seqs):
         return pad_batch(seqs, self.cfg.pad_id, self.device)
@@ -160,7 +180,7 @@ class TranslationModel:
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
         srcs = [self._source_ids(t)[0] for t in texts]
-        out = [self.tokenizer.decode(ids, "tgt") for ids in self._search_ids(srcs, beam, alpha, batch_size, head_mask)]
+        out = [self.text(ids) for ids in self._search_ids(srcs, beam, alpha, batch_size, head_mask)]
         return out[0] if single else out
 
     @torch.no_grad()
@@ -242,7 +262,7 @@ class TranslationModel:
             cut = {kind: _unpad(arrays, b, *sizes[kind]) for kind, arrays in kinds.items()}
             maps = {kind: cut[kind][0] if kind in cut else None for kind in sizes}
             results.append(AttendResult(
-                src=it["src_text"], tgt=tok.decode(tgt_ids, "tgt"),
+                src=it["src_text"], tgt=self.text(tgt_ids),
                 src_tokens=tok.pieces(it["src_ids"], "src"),
                 tgt_tokens=[] if encoder_only else tok.pieces([bos] + tgt_ids, "tgt"),
                 out_tokens=[] if encoder_only else tok.pieces(tgt_ids + [eos], "tgt"),

@@ -10,8 +10,8 @@ from dataclasses import dataclass, asdict
 class TransformerConfig:
     """Sizes and options of the encoder-decoder Transformer (Vaswani et al. 2017, Table 3).
 
-    Defaults are the paper's; every non-paper option (pre-norm, learned positions, the
-    Marian variations) is off unless asked for.
+    Defaults are the paper's; every non-paper option (pre-norm, learned positions, the variations
+    of imported Marian, NLLB/M2M100 and FSMT models) is off unless asked for.
     """
     vocab_size: int = 8000
     N: int = 6                       # encoder layers
@@ -28,6 +28,8 @@ class TransformerConfig:
     max_len: int = 512               # longest sequence the position table covers
     positions: str = "sinusoidal"    # or "learned" (Table 3, row E)
     pe_layout: str = "interleaved"   # sin/cos interleaved (paper) or "concat" (all sines, then cosines: Marian)
+    #                                  or "fairseq" (concat, frequencies 10000^(-i/(d_model/2 - 1)): NLLB, FSMT)
+    pos_offset: int = 0              # the table row of the first position (fairseq models: pad_id + 1)
     norm: str = "post"               # "post": LayerNorm(x + Sublayer(x)) as in the paper; or "pre"
     activation: str = "relu"         # "relu" (paper) or "swish" (Marian)
     layer_norm_eps: float = 1e-5
@@ -35,6 +37,9 @@ class TransformerConfig:
     scale_embeddings: bool = True    # multiply embeddings by sqrt(d_model)
     final_logits_bias: bool = False  # Marian adds a bias after the output projection
     forbid_pad_output: bool = False  # Marian's generate never emits <pad> (its decoder start token)
+    src_vocab_size: int | None = None   # a source vocabulary of its own size (FSMT); None: vocab_size, one for both
+    src_prefix_id: int | None = None    # a token before every source sentence (NLLB, M2M100: the source language)
+    tgt_prefix_id: int | None = None    # the first target token, forced in decoding (NLLB, M2M100: target language)
     pad_id: int = 0
     unk_id: int = 1
     bos_id: int = 2                  # first decoder input ("decoder start")
@@ -45,6 +50,11 @@ class TransformerConfig:
     def d_k(self) -> int:
         return self.d_model // self.h
 
+    @property
+    def source_vocab_size(self) -> int:
+        """The number of source ids: vocab_size unless the source has a vocabulary of its own."""
+        return self.vocab_size if self.src_vocab_size is None else self.src_vocab_size
+
     def __post_init__(self):
         if self.N_dec is None:           # one name for the decoder depth: always an int after construction
             self.N_dec = self.N
@@ -54,7 +64,13 @@ class TransformerConfig:
             self.ffn_dropout = self.dropout
         if self.d_model % self.h:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by h ({self.h})")
-        for name, allowed in [("positions", {"sinusoidal", "learned"}), ("pe_layout", {"interleaved", "concat"}),
+        if self.share_embeddings and self.source_vocab_size != self.vocab_size:
+            raise ValueError(f"a source vocabulary of {self.source_vocab_size} ids and a target one of "
+                             f"{self.vocab_size} cannot share one embedding (share_embeddings=False)")
+        if self.pos_offset < 0:
+            raise ValueError(f"pos_offset must be >= 0, not {self.pos_offset}")
+        for name, allowed in [("positions", {"sinusoidal", "learned"}),
+                              ("pe_layout", {"interleaved", "concat", "fairseq"}),
                               ("norm", {"post", "pre"}), ("activation", {"relu", "swish"})]:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"config.{name} must be one of {sorted(allowed)}, not {getattr(self, name)!r}")

@@ -23,6 +23,10 @@ def _step_logprobs(model, tokens, memory, src_mask, cache, t, head_mask=None):
     logp = model.project(hidden[:, -1]).float().log_softmax(-1)
     if model.cfg.forbid_pad_output:      # as Marian's generate (bad_words_ids=[[pad]]): <pad> is never output
         logp[:, model.cfg.pad_id] = float("-inf")
+    if t == 0 and model.cfg.tgt_prefix_id is not None:   # NLLB/M2M100: the target language comes first, always
+        forced = torch.full_like(logp, float("-inf"))
+        forced[:, model.cfg.tgt_prefix_id] = 0.0         # as transformers' forced_bos_token_id: log P = 0
+        logp = forced
     return logp
 
 

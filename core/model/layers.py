@@ -15,8 +15,11 @@ def sinusoidal_table(n_positions: int, d_model: int, layout: str = "interleaved"
     """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).
 
     layout "interleaved" puts sin and cos of each frequency side by side (the paper);
-    "concat" puts all sines first, then all cosines (Marian / OPUS-MT). Returns (n_positions, d_model).
+    "concat" puts all sines first, then all cosines (Marian / OPUS-MT); "fairseq" is fairseq's table
+    (NLLB, M2M100, FSMT): concat, with frequencies 10000^(-i/(d_model/2 - 1)). Returns (n_positions, d_model).
     """
+    if layout == "fairseq":
+        return _fairseq_table(n_positions, d_model)
     pos = torch.arange(n_positions, dtype=torch.float64)[:, None]                 # (P, 1)
     freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
     angles = pos * freq                                                           # (P, d_model/2)
@@ -29,23 +32,38 @@ def sinusoidal_table(n_positions: int, d_model: int, layout: str = "interleaved"
     return pe.float()
 
 
-class PositionalEncoding(nn.Module):
-    """Adds position information to the embeddings: fixed sinusoids (3.5) or learned (Table 3, row E)."""
+def _fairseq_table(n_positions: int, d_model: int) -> torch.Tensor:
+    """fairseq's sinusoids, computed in float32 as fairseq does: the values its models were trained with."""
+    half = d_model // 2
+    freq = torch.exp(torch.arange(half, dtype=torch.float32) * -(math.log(10000.0) / max(half - 1, 1)))
+    angles = torch.arange(n_positions, dtype=torch.float32)[:, None] * freq[None, :]   # (P, d_model/2)
+    pe = torch.zeros(n_positions, d_model)
+    pe[:, :half], pe[:, half: 2 * half] = torch.sin(angles), torch.cos(angles)       # odd d_model: last column 0
+    return pe
 
-    def __init__(self, d_model: int, max_len: int, kind: str = "sinusoidal", layout: str = "interleaved"):
+
+class PositionalEncoding(nn.Module):
+    """Adds position information to the embeddings: fixed sinusoids (3.5) or learned (Table 3, row E).
+
+    offset: the table row of position 0 (fairseq models number positions from pad_id + 1).
+    """
+
+    def __init__(self, d_model: int, max_len: int, kind: str = "sinusoidal", layout: str = "interleaved",
+                 offset: int = 0):
         super().__init__()
-        self.kind = kind
+        self.kind, self.offset, self.max_len = kind, offset, max_len
         if kind == "sinusoidal":
-            self.register_buffer("table", sinusoidal_table(max_len, d_model, layout), persistent=False)
+            self.register_buffer("table", sinusoidal_table(max_len + offset, d_model, layout), persistent=False)
         else:
             self.table = nn.Parameter(torch.randn(max_len, d_model) * d_model ** -0.5)
 
     def forward(self, x, start: int = 0):  # x: (B, T, d_model)
         T = x.size(1)
-        if start + T > self.table.size(0):
+        if start + T > self.max_len:
             raise ValueError(f"sequence of {start + T} positions is longer than the model's max_len "
-                             f"({self.table.size(0)})")
-        return x + self.table[start: start + T]
+                             f"({self.max_len})")
+        first = start + (self.offset if self.kind == "sinusoidal" else 0)
+        return x + self.table[first: first + T]
 
 
 class PositionwiseFeedForward(nn.Module):

@@ -46,11 +46,11 @@ class Transformer(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.cfg = cfg
-        self.src_embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.src_embed = nn.Embedding(cfg.source_vocab_size, cfg.d_model)
         self.tgt_embed = self.src_embed if cfg.share_embeddings else nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.src_pos = PositionalEncoding(cfg.d_model, cfg.max_len, cfg.positions, cfg.pe_layout)
-        self.tgt_pos = (self.src_pos if cfg.positions == "sinusoidal"
-                        else PositionalEncoding(cfg.d_model, cfg.max_len, cfg.positions, cfg.pe_layout))
+        self.src_pos = PositionalEncoding(cfg.d_model, cfg.max_len, cfg.positions, cfg.pe_layout, cfg.pos_offset)
+        self.tgt_pos = (self.src_pos if cfg.positions == "sinusoidal" else
+                        PositionalEncoding(cfg.d_model, cfg.max_len, cfg.positions, cfg.pe_layout, cfg.pos_offset))
         self.dropout = Dropout(cfg.dropout)
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.N))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.N_dec))

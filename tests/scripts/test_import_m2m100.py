@@ -1,0 +1,168 @@
+"""Imported NLLB and M2M100 models agree with transformers' M2M100ForConditionalGeneration: teacher-forced logits,
+every attention map, greedy output and the tokenizer's ids.
+
+Everything is built here, offline: tiny vocabularies (a tokenizer.json for NLLB, a SentencePiece model and
+vocab.json for M2M100) and tiny random models.
+"""
+import json
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers",
+                                   reason="transformers is not installed (pip install -r requirements-dev.txt)")
+from tokenizers import Tokenizer as HFTokenizer, models, pre_tokenizers, trainers  # noqa: E402
+from transformers import (AutoTokenizer, M2M100Config, M2M100ForConditionalGeneration,  # noqa: E402
+                          M2M100Tokenizer, NllbTokenizer)
+
+import core  # noqa: E402
+from scripts.import_common import HFImportError  # noqa: E402
+from scripts.import_hf import import_model  # noqa: E402
+from tests.helpers import CORPUS  # noqa: E402
+from tests.scripts.hf_models import (LOGITS_ATOL, MAPS_ATOL, SENTENCES, TARGET, TINY, differences,  # noqa: E402
+                                     generate, greedy_length, randomize, train_spm)
+
+LANGS = {"nllb": ("eng_Latn", "deu_Latn"), "m2m100": ("en", "de")}
+
+
+def nllb_tokenizer(folder):
+    """A tiny NLLB tokenizer saved as tokenizer.json (BPE over the test corpus, then the 202 language codes)."""
+    bpe = HFTokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    bpe.train_from_iterator(CORPUS * 10, trainers.BpeTrainer(vocab_size=200,
+                                                             special_tokens=["<s>", "<pad>", "</s>", "<unk>"]))
+    model = json.loads(bpe.to_str())["model"]
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split()) for m in model["merges"]]
+    tok = NllbTokenizer(vocab=model["vocab"], merges=merges)
+    tok.save_pretrained(folder)
+    return len(tok)
+
+
+def m2m100_tokenizer(folder):
+    """A tiny M2M100 tokenizer: sentencepiece.bpe.model and vocab.json in fairseq's order (<s> <pad> </s> <unk>)."""
+    proto = train_spm(CORPUS, vocab_size=120, model_type="bpe")
+    (folder / "sentencepiece.bpe.model").write_bytes(proto)
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_proto=proto)
+    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if not (sp.is_control(i) or sp.is_unknown(i))]
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, **{p: i + 4 for i, p in enumerate(pieces)}}
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    return len(vocab) + 100 + 8                          # + the language tokens + 8 "madeup words", as M2M100
+
+
+def build(folder, kind: str, seed: int = 0):
+    """A tiny random M2M100ForConditionalGeneration with an NLLB or M2M100 tokenizer, in the Hub's format."""
+    folder.mkdir(parents=True)
+    n = nllb_tokenizer(folder) if kind == "nllb" else m2m100_tokenizer(folder)
+    V = n + 2 if kind == "nllb" else n                  # NLLB's model has ids its tokenizer never makes
+    config = M2M100Config(vocab_size=V, pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
+                          scale_embedding=True, encoder_layerdrop=0.0, decoder_layerdrop=0.0, **TINY)
+    torch.manual_seed(seed)
+    model = randomize(M2M100ForConditionalGeneration(config), seed)
+    if kind == "m2m100":      # small language-token rows: the random model then writes text, not language tokens
+        with torch.no_grad():  # (transformers' M2M100Tokenizer keeps those in decoded text; we leave them out)
+            model.model.shared.weight[n - 108:] *= 0.01
+    model.save_pretrained(folder)
+    return folder
+
+
+def hf_tokenizer(folder, kind):
+    src, tgt = LANGS[kind]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if kind == "nllb":
+            return AutoTokenizer.from_pretrained(folder, src_lang=src, tgt_lang=tgt)
+        return M2M100Tokenizer(str(folder / "vocab.json"), str(folder / "sentencepiece.bpe.model"), src_lang=src,
+                               tgt_lang=tgt)
+
+
+@pytest.fixture(scope="module", params=["nllb", "m2m100"])
+def imported(request, tmp_path_factory):
+    """(kind, hf_dir, transformers model with eager attention, their tokenizer, our imported TranslationModel)."""
+    kind, root = request.param, tmp_path_factory.mktemp(request.param)
+    hf_dir = build(root / f"{kind}-tiny", kind)
+    hf = M2M100ForConditionalGeneration.from_pretrained(hf_dir, attn_implementation="eager").eval()
+    src, tgt = LANGS[kind]
+    out = import_model(hf_dir, root / "ckpt", dtype=torch.float32, src_lang=src, tgt_lang=tgt)
+    return kind, hf_dir, hf, hf_tokenizer(hf_dir, kind), core.load_checkpoint(out)
+
+
+def test_token_ids_match_their_tokenizer(imported):
+    kind, _, _, tok, tm = imported
+    for s in SENTENCES + [TARGET, "Zebras jump: 42!", "Grüße aus München"]:
+        assert tm.source_ids(s) == tok(s)["input_ids"]                         # [lang] + pieces + </s>
+        assert tm.target_ids(s) + [tm.cfg.eos_id] == tok(text_target=s)["input_ids"]
+    assert tm.tokenizer.pieces([tm.cfg.src_prefix_id])[0] == ("eng_Latn" if kind == "nllb" else "__en__")
+
+
+def test_config_and_card(imported):
+    kind, hf_dir, hf, tok, tm = imported
+    cfg = tm.cfg
+    assert (cfg.norm, cfg.pe_layout, cfg.pos_offset, cfg.bos_id, cfg.eos_id, cfg.pad_id) == ("pre", "fairseq", 2, 2,
+                                                                                                2, 1)
+    assert cfg.src_prefix_id == tok(TARGET)["input_ids"][0]
+    assert cfg.tgt_prefix_id == tok(text_target=TARGET)["input_ids"][0]
+    assert cfg.vocab_size == hf.config.vocab_size and len(tm.tokenizer) == cfg.vocab_size
+    assert tm.card.trained_here is False
+    assert tm.card.extra["languages"] == {"source": LANGS[kind][0], "target": LANGS[kind][1]}
+    assert "imported by scripts/import_hf.py" in tm.card.source and kind in tm.card.source.lower().replace("-", "")
+    assert tm.card.extra["original_config"] == json.loads((hf_dir / "config.json").read_text())
+
+
+@pytest.mark.parametrize("src", SENTENCES)
+def test_logits_and_attention_match_transformers(imported, src):
+    _, _, hf, _, tm = imported
+    diff = differences(tm, hf, src, TARGET)
+    assert diff["logits"] <= LOGITS_ATOL, diff
+    assert max(diff[k] for k in ("enc_self", "dec_self", "cross")) <= MAPS_ATOL, diff
+
+
+def test_the_language_token_is_a_piece_of_each_side(imported):
+    kind, _, _, _, tm = imported
+    r = tm.attend(SENTENCES[1], TARGET)
+    lang = {"nllb": ("eng_Latn", "deu_Latn"), "m2m100": ("__en__", "__de__")}[kind]
+    assert r.src_tokens[0] == lang[0] and r.src_tokens[-1] == "</s>"
+    assert r.tgt_tokens[:2] == ["</s>", lang[1]] and r.out_tokens[0] == lang[1] and r.out_tokens[-1] == "</s>"
+    assert r.tgt == TARGET                       # the language token is not text
+    assert tm.text(tm.target_ids(TARGET)) == TARGET
+
+
+def test_greedy_matches_generate(imported):
+    _, _, hf, tok, tm = imported
+    for s in SENTENCES[:2]:
+        src_ids = tm.source_ids(s)
+        theirs = generate(hf, src_ids, greedy_length(tm, src_ids), tm.cfg.eos_id,
+                          forced_bos_token_id=tm.cfg.tgt_prefix_id)
+        assert theirs[0] == tm.cfg.tgt_prefix_id and len(theirs) > 2
+        assert core.greedy_search(tm.model, torch.tensor([src_ids]))[0] == theirs
+        assert core.greedy_search(tm.model, torch.tensor([src_ids]), use_cache=False)[0] == theirs
+        # the text without the language token (transformers 5's M2M100Tokenizer would keep "__de__" in it)
+        assert tm.translate(s, beam=1) == tok.decode(theirs[1:], skip_special_tokens=True)
+    assert tm.translate(SENTENCES[0], beam=3)             # beam search forces the language token too
+
+
+def test_a_batch_gives_each_sentence_its_own_maps(imported):
+    """Padding must not move fairseq's positions: a sentence's maps in a batch are its maps alone."""
+    tm = imported[-1]
+    batch = tm.attend_batch(SENTENCES, [TARGET] * 3)
+    for s, r in zip(SENTENCES, batch):
+        np.testing.assert_allclose(r.enc_self, tm.attend(s, TARGET).enc_self, atol=1e-5)
+
+
+def test_unknown_language_is_a_readable_error(imported, tmp_path):
+    kind, hf_dir, *_ = imported
+    with pytest.raises(HFImportError, match="'xx_Zzzz' is not a language of this model"):
+        import_model(hf_dir, tmp_path / "out", src_lang="xx_Zzzz", tgt_lang=LANGS[kind][1])
+    assert not (tmp_path / "out").exists()
+
+
+def test_no_tokenizer_is_a_readable_error(imported, tmp_path):
+    import shutil
+    folder = tmp_path / "no-tokenizer"
+    shutil.copytree(imported[1], folder)
+    for name in ("tokenizer.json", "sentencepiece.bpe.model"):
+        (folder / name).unlink(missing_ok=True)
+    with pytest.raises(HFImportError, match="has no tokenizer"):
+        import_model(folder, tmp_path / "out")
