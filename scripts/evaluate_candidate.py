@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Should a newly trained news checkpoint replace the shipped one? Every number the decision needs, in one call.
 
-    python scripts/evaluate_candidate.py runs/news-s20-out                       # against checkpoints/news-small
-    python scripts/evaluate_candidate.py runs/news-s20-out --shipped checkpoints/news-small --json review.json
+    python scripts/evaluate_candidate.py runs/news-mix-out                       # against checkpoints/news-small
+    python scripts/evaluate_candidate.py runs/news-mix-out --shipped checkpoints/news-small --json review.json
 
 On the candidate it runs scripts/evaluate.py (newstest2014, decoded as the shipped score was: beam 4, all
 sentences; the card's "test") and scripts/evaluate_pronouns.py (the pronoun test and the held-out anaphora head:
