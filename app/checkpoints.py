@@ -11,7 +11,7 @@ from typing import NamedTuple
 import torch
 
 from app.demo import domain
-from core import Transformer, TranslationModel, preset
+from core import CheckpointError, Transformer, TranslationModel, load_checkpoint, preset
 from core.checkpoint import read_card
 from core.paths import REPO
 
@@ -76,3 +76,108 @@ def card_domain(name: str) -> str | None:
 def preferred_checkpoint(names: list[str], prefer_domain: str | None) -> str:
     """The first checkpoint trained on `prefer_domain`, else the first one."""
     return next((n for n in names if prefer_domain and card_domain(n) == prefer_domain), names[0])
+
+
+# ---- imported models: which pages apply, and whether a big one fits in memory ----
+
+LANGUAGE_NAMES = {"en": "English", "de": "German"}
+ISO = {"eng": "en", "deu": "de", "ger": "de"}         # NLLB's eng_Latn, deu_Latn; M2M100 and Marian say en, de
+# page -> (the source language it needs, the target language it needs or None, why)
+NEEDS = {
+    "paper_figures": ("en", None, "the paper's Figures 3-5 are English sentences, read by the encoder"),
+    "syntax": ("en", None, "the gold parses are of English sentences (Universal Dependencies)"),
+    "pronouns": ("en", "de", "the pronoun test asks which German pronoun an English 'its' becomes"),
+    "alignment": ("en", "de", "the human word alignments are of English-German sentence pairs"),
+}
+
+
+def languages(card) -> tuple[str, str]:
+    """(source, target) language of a checkpoint, as two-letter codes where known ('en', 'de'): an imported model's
+    card records them; a model trained here translates English to German, as every one of this project does."""
+    langs = card.extra.get("languages") if isinstance(card.extra.get("languages"), dict) else {}
+    codes = [str(langs.get(side) or default).split("_")[0].lower() for side, default in (("source", "en"),
+                                                                                           ("target", "de"))]
+    return tuple(ISO.get(c, c) for c in codes)
+
+
+def describe_languages(card) -> str:
+    """'English → German' (codes for languages without a name here: 'fr → en')."""
+    return " → ".join(LANGUAGE_NAMES.get(c, c) for c in languages(card))
+
+
+def page_problem(page: str, card) -> str | None:
+    """Why a page does not apply to a checkpoint (its languages), or None when it does. The one place that decides:
+    pages call it with their name (a key of NEEDS; any other page applies to every model)."""
+    if page not in NEEDS:
+        return None
+    src, tgt, why = NEEDS[page]
+    have = languages(card)
+    if have[0] == src and tgt in (None, have[1]):
+        return None
+    need = LANGUAGE_NAMES[src] + (f" → {LANGUAGE_NAMES[tgt]}" if tgt else " on the source side")
+    return (f"This page needs a model that translates {need}: {why}. This one translates "
+            f"{describe_languages(card)}; pick another checkpoint in the sidebar.")
+
+
+def memory_needed(folder) -> int:
+    """Bytes a checkpoint takes once loaded: its parameters in float32 (as core loads them), from the safetensors
+    header alone, plus a quarter for what loading holds at the same time."""
+    from safetensors import safe_open
+    with safe_open(str(Path(folder) / "model.safetensors"), "pt") as f:
+        n = sum(_numel(f.get_slice(k).get_shape()) for k in f.keys())
+    return int(n * 4 * 1.25)
+
+
+def _numel(shape) -> int:
+    out = 1
+    for d in shape:
+        out *= int(d)
+    return out
+
+
+def memory_available() -> int | None:
+    """Bytes of memory this machine can still give (Linux' MemAvailable), or None where it cannot be read."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def memory_problem(folder) -> str | None:
+    """A student's explanation when a checkpoint would not fit in the memory left, or None when it fits (or when
+    that cannot be told). Checked before loading, so that a big model gets this message instead of a crash."""
+    try:
+        need = memory_needed(folder)
+    except Exception:            # no or damaged weights: the loader says what is wrong with them
+        return None
+    have = memory_available()
+    if have is None or need <= have:
+        return None
+    return (f"This model needs about {need / 2**30:.1f} GB of memory once loaded, and this machine has "
+            f"{have / 2**30:.1f} GB free: it does not fit. Close other programs or pick a smaller model "
+            "(docs/importing.md lists the sizes).")
+
+
+def load_with_progress(folder, progress=None) -> TranslationModel:
+    """load_checkpoint(folder), refused first with memory_problem's message (a CheckpointError) when it would not
+    fit. progress: None, or a function of (fraction done, text), told while the weights are read from disk (the long
+    part of a big model's loading: the loader then finds them in the system's file cache) and while it is built."""
+    problem = memory_problem(folder)
+    if problem:
+        raise CheckpointError(problem)
+    weights = Path(folder) / "model.safetensors"
+    if progress is not None and weights.exists():
+        size, done = weights.stat().st_size, 0
+        with open(weights, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 24), b""):
+                done += len(chunk)
+                text = f"Reading the weights: {done / 2**20:,.0f} of {size / 2**20:,.0f} MB…"
+                progress(0.8 * (done / max(size, 1)), text)
+        progress(0.8, "Building the model…")
+    model = load_checkpoint(folder)
+    if progress is not None:
+        progress(1.0, "Loaded.")
+    return model

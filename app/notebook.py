@@ -1,0 +1,137 @@
+"""The explorer in a notebook (Jupyter, VS Code, Colab): the app's own figures, without Streamlit.
+
+    from app.notebook import load, head_map
+    tm = load("news-small")                                   # a folder of checkpoints/, or any checkpoint path
+    head_map(tm, "The cat sat on the mat.", layer=5, head=2)  # the last value of a cell is drawn
+
+Each function returns the Plotly figure the app draws for the same choice (app/figures' builders, in the app's
+style), so it renders wherever Plotly does and saves with fig.write_html("map.html") or fig.write_image("map.png").
+Layers and heads count from 1, as on every page and in the paper. kind: "enc_self" (encoder self-attention),
+"dec_self" (decoder self-attention) or "cross" (encoder-decoder). tgt: a translation to read (teacher-forced), or
+None for the model's own. weights: "attention" (the weights), "norm" (weighted by value size, Kobayashi et al.
+2020) or "alti" (contributions, ALTI+, Ferrando et al. 2022). docs/notebook.md shows them all.
+
+Here, not in core/: it draws with app/figures, and core/ knows nothing of the app. It imports no Streamlit.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from app.checkpoints import checkpoints_dir, load_with_progress
+from app.figures import style
+from app.figures.attention import head_view_figure, heatmap_figure, model_view_figure
+from app.figures.contributions import source_share_figure
+from app.figures.paper import figure_set, find_heads
+from core import TranslationModel
+from core.studies import contributions as contrib
+from core.studies import paper_figures as pf
+from core.views import KINDS, AttentionView, check_kind
+
+style.install()                  # the app's Plotly template: the figures look as they do on its pages
+MAIN_PICTURE = {3: "figure3", 4: "figure4_its"}       # Figure 5: its first head's picture
+BEST_HEADS = {3: 1, 4: 2, 5: 2}    # heads drawn unless chosen: as many as the paper draws, as the app's page does
+
+
+def load(checkpoint: str | Path = "news-small") -> TranslationModel:
+    """A checkpoint by its folder name in checkpoints/ (news-small, multi30k-small, an imported model) or by path.
+    Refused with a readable CheckpointError when it is missing, broken or too big for the memory left."""
+    folder = Path(checkpoint)
+    if not folder.is_dir() and (checkpoints_dir() / str(checkpoint)).is_dir():
+        folder = checkpoints_dir() / str(checkpoint)
+    return load_with_progress(folder)
+
+
+def view(tm: TranslationModel, src: str, tgt: str | None = None, kind: str = "enc_self", words: bool = False,
+         weights: str = "attention", specials: bool = True, beam: int = 1) -> AttentionView:
+    """One kind of map of a sentence, labelled as every page labels it (core.views): view.maps (layers, heads,
+    rows, cols), view.rows, view.cols. Contributions (weights="alti") are one map per layer, shown for each head."""
+    check_kind(kind)
+    if weights == "attention":
+        return tm.attend(src, tgt, beam=beam).view(kind, words=words, specials=specials)
+    v = contrib.contributions(tm, src, tgt, beam).view(kind, weights, words, specials)
+    if v.maps.shape[1] != tm.cfg.h:
+        v.maps = v.maps.repeat(tm.cfg.h, axis=1)
+    return v
+
+
+def _index(n: int, i: int, what: str) -> int:
+    """A 1-based layer or head -> its 0-based index, or a ValueError that says the range."""
+    if not 1 <= int(i) <= n:
+        raise ValueError(f"There is no {what} {i}: this model has {what}s 1 to {n}.")
+    return int(i) - 1
+
+
+def head_map(tm: TranslationModel, src: str, tgt: str | None = None, kind: str = "enc_self", layer: int = 1,
+             head: int = 1, words: bool = False, weights: str = "attention", zmax: float | None = 1.0) -> go.Figure:
+    """One head's map as a heatmap (the explorer's 'One head'); zmax None stretches the colours to its top weight."""
+    v = view(tm, src, tgt, kind, words, weights)
+    L, H = v.maps.shape[:2]
+    li, hi = _index(L, layer, "layer"), _index(H, head, "head")
+    return heatmap_figure(v.maps[li, hi], v.rows, v.cols, f"{KINDS[kind]}, layer {layer} of {L}, head {head} of {H}",
+                          zmax=zmax)
+
+
+def model_view(tm: TranslationModel, src: str, tgt: str | None = None, kind: str = "enc_self", words: bool = False,
+               weights: str = "attention", zmax: float | None = 1.0) -> go.Figure:
+    """Every layer (rows) and head (columns) as small maps on one colour scale (the explorer's 'All heads')."""
+    v = view(tm, src, tgt, kind, words, weights)
+    return model_view_figure(v.maps, v.rows, v.cols, title=KINDS[kind], zmax=zmax)
+
+
+def head_view(tm: TranslationModel, src: str, tgt: str | None = None, kind: str = "enc_self", layer: int = 1,
+              heads=None, focus: str | None = None, words: bool = True, layout: str = "columns") -> go.Figure:
+    """The paper's lines, one per weight, one colour per head (the explorer's 'Head view'). heads: 1-based heads to
+    draw (default all); focus: a word (or piece) of the rows whose lines alone are drawn; layout "rows": the paper's."""
+    v = view(tm, src, tgt, kind, words)
+    L, H = v.maps.shape[:2]
+    li = _index(L, layer, "layer")
+    shown = None if heads is None else [_index(H, k, "head") for k in heads]
+    at = None                  # find_words / find_pieces raise a ValueError that lists the sentence's words
+    if focus is not None:
+        at = (pf.find_words(v.rows, focus) if words else pf.find_pieces(v.rows, focus))[0]
+    return head_view_figure(v.rows, v.cols, v.maps[li], heads=shown, focus=at, layout=layout,
+                            title=f"{KINDS[kind]}, layer {layer}: the stronger the weight, the bolder its line")
+
+
+def paper_heads(tm: TranslationModel, number: int = 3, words: bool = True) -> pf.FigureHeads:
+    """The heads of the paper's Figure 3, 4 or 5, found by score on the paper's own sentence: .layer and .heads
+    (0-based, as the arrays), .best (the best head's row of .scores), .linked (whether any head links the words)."""
+    if number not in pf.FIGURES:
+        raise ValueError(f"the paper's attention figures are {sorted(pf.FIGURES)}, not {number}")
+    sentence = pf.FIGURES[number][1]
+    return find_heads(number, tm.attend(sentence), sentence, words)[0]
+
+
+def paper_figure(tm: TranslationModel, number: int = 3, heads=None, words: bool = True) -> go.Figure:
+    """The paper's Figure 3 ('making … more difficult'), 4 ('its' → 'Law') or 5 drawn for this model in the paper's
+    style, on the layer found by score (paper_heads) and its best heads (one for Figure 3, two for 4 and 5, as the
+    paper draws), or the 1-based heads given of that layer."""
+    sentence = pf.FIGURES.get(number, (None, None))[1]
+    if sentence is None:
+        raise ValueError(f"the paper's attention figures are {sorted(pf.FIGURES)}, not {number}")
+    found, v = find_heads(number, tm.attend(sentence), sentence, words)
+    chosen = (pf.top_heads(found.scores, found.layer, BEST_HEADS[number]) if heads is None
+              else [_index(tm.cfg.h, k, "head") for k in heads])
+    figures = figure_set(number, v, found.layer, chosen)
+    return figures.get(MAIN_PICTURE.get(number), next(iter(figures.values())))
+
+
+def contributions_map(tm: TranslationModel, src: str, tgt: str | None = None, kind: str = "cross",
+                      layer: int | None = None, words: bool = True) -> go.Figure:
+    """What each input word has contributed to each row through every layer up to `layer` (1-based; default the
+    last): ALTI+, residual connections and LayerNorm included (the explorer's 'Show: contributions'). For the
+    per-head maps weighted by value size, head_map(..., weights="norm")."""
+    v = view(tm, src, tgt, kind, words, "alti")
+    L = v.maps.shape[0]
+    li = L - 1 if layer is None else _index(L, layer, "layer")
+    return heatmap_figure(v.maps[li, 0], v.rows, v.cols, f"{KINDS[kind]}, layer {li + 1} of {L}: contributions "
+                                                         "(ALTI+)", zmax=None)
+
+
+def source_share(tm: TranslationModel, src: str, tgt: str | None = None) -> go.Figure:
+    """One bar per translated word: how much of its prediction came from the source and how much from the words
+    written before it (ALTI+)."""
+    words, share = contrib.word_shares(contrib.contributions(tm, src, tgt))
+    return source_share_figure(words, share, "Where each translated word came from")

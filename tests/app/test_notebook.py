@@ -1,0 +1,78 @@
+"""app.notebook: the app's own figures for a notebook, with layers and heads counted from 1, and no Streamlit."""
+import subprocess
+import sys
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+import core
+from app import notebook as nb
+from app.figures.attention import heatmap_figure, model_view_figure
+from core.studies import paper_figures as pf
+from tests.helpers import stopping_model
+
+SRC = "the quick brown fox jumps over the lazy dog"
+
+
+@pytest.fixture(scope="module")
+def tm(tokenizer):
+    """A tiny model that stops after a few pieces, and takes the paper's sentences (max_len 256)."""
+    return core.TranslationModel(stopping_model(len(tokenizer), eos_bias=3.0), tokenizer)
+
+
+def test_importing_it_starts_no_streamlit():
+    code = "import sys, app.notebook; print('streamlit' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"
+
+
+def test_a_head_map_is_the_apps_figure_for_that_head(tm):
+    v = tm.attend(SRC).view("enc_self")
+    fig = nb.head_map(tm, SRC, layer=2, head=3)
+    want = heatmap_figure(v.maps[1, 2], v.rows, v.cols, "Encoder self-attention, layer 2 of 2, head 3 of 4", zmax=1.0)
+    assert fig.to_plotly_json() == want.to_plotly_json()
+    grid = nb.model_view(tm, SRC, kind="cross")
+    c = tm.attend(SRC).view("cross")
+    assert grid.to_plotly_json() == model_view_figure(c.maps, c.rows, c.cols, "Encoder-decoder attention",
+                                                      zmax=1.0).to_plotly_json()
+
+
+def test_layers_and_heads_count_from_one(tm):
+    with pytest.raises(ValueError, match="There is no layer 3: this model has layers 1 to 2"):
+        nb.head_map(tm, SRC, layer=3)
+    with pytest.raises(ValueError, match="There is no head 0"):
+        nb.head_view(tm, SRC, heads=[0])
+    with pytest.raises(ValueError, match="does not contain the word 'cat'"):
+        nb.head_view(tm, SRC, focus="cat")
+
+
+def test_the_head_view_draws_the_heads_asked_for(tm):
+    fig = nb.head_view(tm, SRC, layer=1, heads=[2, 4], focus="fox")
+    assert {t.name for t in fig.data if t.showlegend} == {"head 2", "head 4"}
+
+
+def test_paper_figure_on_the_heads_found(tm):
+    found = nb.paper_heads(tm, 3)
+    best = pf.top_heads(found.scores, found.layer, 1)
+    fig = nb.paper_figure(tm, 3)
+    assert isinstance(fig, go.Figure) and f"head {best[0] + 1}" in fig.layout.title.text
+    assert "heads 1 and 2" in nb.paper_figure(tm, 3, heads=[1, 2]).layout.title.text
+    with pytest.raises(ValueError, match="3, 4, 5"):
+        nb.paper_figure(tm, 6)
+
+
+def test_contributions(tm):
+    fig = nb.contributions_map(tm, SRC, kind="enc_self", layer=1)      # encoder rows: all from the source
+    rows = fig.data[0].z
+    assert "contributions (ALTI+)" in fig.layout.title.text and np.allclose(np.nansum(rows, 1), 1.0, atol=1e-4)
+    assert nb.view(tm, SRC, kind="enc_self", weights="norm").maps.shape[1] == tm.cfg.h
+    assert isinstance(nb.source_share(tm, SRC), go.Figure)
+
+
+def test_load_by_name_or_path(tm, tmp_path, monkeypatch):
+    core.save_checkpoint(tmp_path / "tiny", tm.model, tm.tokenizer, {"name": "tiny"})
+    monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(tmp_path))
+    assert nb.load("tiny").card.name == "tiny" and nb.load(tmp_path / "tiny").cfg.N == 2
+    with pytest.raises(core.CheckpointError, match="no checkpoint folder"):
+        nb.load("nowhere")
