@@ -3,6 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from app import cache
+from app.checkpoints import page_problem
 from app.display import show_figure
 from app.figures.syntax import arcs_figure, relation_label, syntax_grid
 from app.heads_tabs.common import KEEP, head_name, layer_name
@@ -121,6 +122,9 @@ def syntax_tab(ckpt, cfg, card_syntax: dict | None) -> None:
     st.caption("Does a head point each word at its syntactic partner (its head, or its dependent), more often "
                "than a fixed habit such as 'always the next word' does? Measured per dependency relation "
                "against gold Universal Dependencies parses, as Clark et al. 2019 and Voita et al. 2019 do.")
+    if problem := page_problem("syntax", cache.load_model(ckpt).card):      # an imported model of other languages
+        st.info(problem)
+        return
     path = str(conllu.ud_english_dev())
     sentences, why = cache.ud_sentences(path)
     rep = None

@@ -9,6 +9,7 @@ import numpy as np
 import streamlit as st
 
 from app import cache
+from app.checkpoints import page_problem
 from app.display import show_figure
 from app.figures import alignment as figs
 from core.studies import alignment as al
@@ -140,6 +141,9 @@ def every_head(name: str, model, card: dict, pairs, tokenized: bool) -> None:
 
 
 ckpt, model = cache.model_or_stop()
+if problem := page_problem("alignment", model.card):       # an imported model of other languages
+    st.info(problem)
+    st.stop()
 st.title("Alignment")
 st.caption("Does a head of the encoder-decoder attention link each German word with the English word it "
            "translates? Its links are compared with links drawn by people (their AER is explained below the map).")

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from app import cache
-from app.checkpoints import UNTRAINED
+from app.checkpoints import UNTRAINED, page_problem
 from app.demo import DOMAINS, domain
 from app.display import show_figure
 from app.figures.paper import (describe_figure5_head, describe_link, display_table, figure5_best, figure5_layer_note,
@@ -170,6 +170,9 @@ def figure_tab(ckpt, cfg, words: bool, figure: int, caption: str, n_heads: int |
 
 st.title("The paper's attention figures")
 ckpt, model = cache.model_or_stop()
+if problem := page_problem("paper_figures", model.card):       # an imported model of other languages
+    st.info(problem)
+    st.stop()
 merge = introduction(ckpt.name, model)
 for tab, (figure, _, caption, n_heads, label) in zip(st.tabs([t[1] for t in TABS]), TABS):
     with tab:

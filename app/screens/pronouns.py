@@ -4,7 +4,7 @@ core.studies.pronouns, cached by app.cache; the figures are app.figures.pronouns
 import streamlit as st
 
 from app import cache
-from app.checkpoints import UNTRAINED
+from app.checkpoints import UNTRAINED, page_problem
 from app.display import show_figure
 from app.figures.pronouns import attention_from_figure, encoder_rows, form_figure, writing_rows
 from core.studies import pronouns as P
@@ -147,6 +147,9 @@ def where_it_looked(ckpt, model, src: str, tgt: str, pronoun: str, antecedent: s
 
 st.title("Which pronoun?")
 ckpt, model = cache.model_or_stop()
+if problem := page_problem("pronouns", model.card):       # an imported model of other languages
+    st.info(problem)
+    st.stop()
 introduction(ckpt.name)
 items = cache.pronoun_set()
 pick = st.selectbox("Sentence", [OWN] + list(range(len(items))), index=1, key="pr_item",

@@ -3,10 +3,13 @@ comparison of our imported model with theirs: teacher-forced logits, every atten
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import sentencepiece as spm
 import torch
+from sacremoses import MosesTokenizer
+from tokenizers import Tokenizer as HFTokenizer, models, pre_tokenizers, trainers
 
 import core
 from tests.helpers import CORPUS
@@ -18,6 +21,7 @@ TINY = dict(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_he
             encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=128, dropout=0.0, attention_dropout=0.0,
             activation_dropout=0.0)
 LOGITS_ATOL, MAPS_ATOL = 1e-4, 1e-5          # fp32, as the project promises for imported models
+EXTRA_EN = ['the well-known "dogs" & the cats aren\'t here.', "it costs $5, doesn't it?"]
 
 
 class Evil:
@@ -85,3 +89,80 @@ def generate(hf, src_ids: list[int], max_length: int, eos: int, **kwargs) -> lis
 def greedy_length(tm: core.TranslationModel, src_ids: list[int]) -> int:
     """generate's max_length that matches our greedy search's limit (source + 50, </s> and the start included)."""
     return min(len(src_ids) + 50, tm.cfg.max_len - 1) + 1
+
+
+# ---- tiny models of each architecture, in the Hub's format (transformers is imported where they are built) ----
+
+def nllb_tokenizer(folder):
+    """A tiny NLLB tokenizer saved as tokenizer.json (BPE over the test corpus, then the 202 language codes)."""
+    from transformers import NllbTokenizer
+    bpe = HFTokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    bpe.train_from_iterator(CORPUS * 10, trainers.BpeTrainer(vocab_size=200,
+                                                             special_tokens=["<s>", "<pad>", "</s>", "<unk>"]))
+    model = json.loads(bpe.to_str())["model"]
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split()) for m in model["merges"]]
+    tok = NllbTokenizer(vocab=model["vocab"], merges=merges)
+    tok.save_pretrained(folder)
+    return len(tok)
+
+
+def m2m100_tokenizer(folder):
+    """A tiny M2M100 tokenizer: sentencepiece.bpe.model and vocab.json in fairseq's order (<s> <pad> </s> <unk>)."""
+    proto = train_spm(CORPUS, vocab_size=120, model_type="bpe")
+    (folder / "sentencepiece.bpe.model").write_bytes(proto)
+    sp = spm.SentencePieceProcessor(model_proto=proto)
+    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if not (sp.is_control(i) or sp.is_unknown(i))]
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, **{p: i + 4 for i, p in enumerate(pieces)}}
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    return len(vocab) + 100 + 8                          # + the language tokens + 8 "madeup words", as M2M100
+
+
+def build_m2m100(folder, kind: str, seed: int = 0, max_positions: int = 128):
+    """A tiny random M2M100ForConditionalGeneration with an NLLB or M2M100 tokenizer, in the Hub's format."""
+    from transformers import M2M100Config, M2M100ForConditionalGeneration
+    folder.mkdir(parents=True)
+    n = nllb_tokenizer(folder) if kind == "nllb" else m2m100_tokenizer(folder)
+    V = n + 2 if kind == "nllb" else n                  # NLLB's model has ids its tokenizer never makes
+    config = M2M100Config(vocab_size=V, pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
+                          scale_embedding=True, encoder_layerdrop=0.0, decoder_layerdrop=0.0,
+                          **{**TINY, "max_position_embeddings": max_positions})
+    torch.manual_seed(seed)
+    model = randomize(M2M100ForConditionalGeneration(config), seed)
+    if kind == "m2m100":      # small language-token rows: the random model then writes text, not language tokens
+        with torch.no_grad():  # (transformers' M2M100Tokenizer keeps those in decoded text; we leave them out)
+            model.model.shared.weight[n - 108:] *= 0.01
+    model.save_pretrained(folder)
+    return folder
+
+
+def bpe(lines, lang: str, size: int) -> dict:
+    """A BPE model ({"vocab", "merges"}) of these lines' Moses tokens, with fairseq's specials 0..3."""
+    moses = MosesTokenizer(lang)
+    tokens = [" ".join(moses.tokenize(line, aggressive_dash_splits=True, escape=True)) for line in lines]
+    tok = HFTokenizer(models.BPE(unk_token="<unk>", end_of_word_suffix="</w>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.train_from_iterator(tokens * 10, trainers.BpeTrainer(vocab_size=size, end_of_word_suffix="</w>",
+                                                             special_tokens=["<s>", "<pad>", "</s>", "<unk>"]))
+    model = json.loads(tok.to_str())["model"]
+    return {"vocab": model["vocab"], "merges": [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]}
+
+
+def build_fsmt(folder, seed: int = 0, max_positions: int = 128):
+    """A tiny random FSMTForConditionalGeneration with its merges.txt, vocab-src.json and vocab-tgt.json."""
+    from transformers import FSMTConfig, FSMTForConditionalGeneration
+    folder.mkdir(parents=True)
+    english, german = english_german()
+    src, tgt = bpe(english + EXTRA_EN, "en", 260), bpe(german, "de", 200)
+    merges = src["merges"] + [m for m in tgt["merges"] if m not in src["merges"]]
+    (folder / "merges.txt").write_text("".join(f"{m}\n" for m in merges), encoding="utf-8")
+    for name, model in [("vocab-src.json", src), ("vocab-tgt.json", tgt)]:
+        (folder / name).write_text(json.dumps(model["vocab"], ensure_ascii=False), encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"langs": ["en", "de"], "do_lower_case": False}))
+    config = FSMTConfig(langs=["en", "de"], src_vocab_size=len(src["vocab"]), tgt_vocab_size=len(tgt["vocab"]),
+                        pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
+                        forced_eos_token_id=2, scale_embedding=True, encoder_layerdrop=0.0, decoder_layerdrop=0.0,
+                        **{**TINY, "max_position_embeddings": max_positions})
+    torch.manual_seed(seed)
+    randomize(FSMTForConditionalGeneration(config), seed).save_pretrained(folder)
+    return folder

@@ -13,48 +13,13 @@ import torch
 
 transformers = pytest.importorskip("transformers",
                                    reason="transformers is not installed (pip install -r requirements-dev.txt)")
-from sacremoses import MosesTokenizer  # noqa: E402
-from tokenizers import Tokenizer as HFTokenizer, models, pre_tokenizers, trainers  # noqa: E402
-from transformers import FSMTConfig, FSMTForConditionalGeneration, FSMTTokenizer  # noqa: E402
+from transformers import FSMTForConditionalGeneration, FSMTTokenizer  # noqa: E402
 
 import core  # noqa: E402
 from scripts.import_common import HFImportError  # noqa: E402
 from scripts.import_hf import import_model  # noqa: E402
-from tests.scripts.hf_models import (LOGITS_ATOL, MAPS_ATOL, SENTENCES, TARGET, TINY, differences,  # noqa: E402
-                                     english_german, generate, greedy_length, randomize)
-
-EXTRA_EN = ['the well-known "dogs" & the cats aren\'t here.', "it costs $5, doesn't it?"]
-
-
-def bpe(lines, lang: str, size: int) -> dict:
-    """A BPE model ({"vocab", "merges"}) of these lines' Moses tokens, with fairseq's specials 0..3."""
-    moses = MosesTokenizer(lang)
-    tokens = [" ".join(moses.tokenize(line, aggressive_dash_splits=True, escape=True)) for line in lines]
-    tok = HFTokenizer(models.BPE(unk_token="<unk>", end_of_word_suffix="</w>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.train_from_iterator(tokens * 10, trainers.BpeTrainer(vocab_size=size, end_of_word_suffix="</w>",
-                                                             special_tokens=["<s>", "<pad>", "</s>", "<unk>"]))
-    model = json.loads(tok.to_str())["model"]
-    return {"vocab": model["vocab"], "merges": [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]}
-
-
-def build(folder, seed: int = 0):
-    """A tiny random FSMTForConditionalGeneration with its merges.txt, vocab-src.json and vocab-tgt.json."""
-    folder.mkdir(parents=True)
-    english, german = english_german()
-    src, tgt = bpe(english + EXTRA_EN, "en", 260), bpe(german, "de", 200)
-    merges = src["merges"] + [m for m in tgt["merges"] if m not in src["merges"]]
-    (folder / "merges.txt").write_text("".join(f"{m}\n" for m in merges), encoding="utf-8")
-    for name, model in [("vocab-src.json", src), ("vocab-tgt.json", tgt)]:
-        (folder / name).write_text(json.dumps(model["vocab"], ensure_ascii=False), encoding="utf-8")
-    (folder / "tokenizer_config.json").write_text(json.dumps({"langs": ["en", "de"], "do_lower_case": False}))
-    config = FSMTConfig(langs=["en", "de"], src_vocab_size=len(src["vocab"]), tgt_vocab_size=len(tgt["vocab"]),
-                        pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
-                        forced_eos_token_id=2, scale_embedding=True, encoder_layerdrop=0.0, decoder_layerdrop=0.0,
-                        **TINY)
-    torch.manual_seed(seed)
-    randomize(FSMTForConditionalGeneration(config), seed).save_pretrained(folder)
-    return folder
+from tests.scripts.hf_models import (EXTRA_EN, LOGITS_ATOL, MAPS_ATOL, SENTENCES, TARGET, build_fsmt,  # noqa: E402
+                                     differences, generate, greedy_length)
 
 
 def hf_tokenizers(folder):
@@ -72,7 +37,7 @@ def hf_tokenizers(folder):
 def imported(tmp_path_factory):
     """(hf_dir, transformers model, their source and target tokenizers, our imported TranslationModel)."""
     root = tmp_path_factory.mktemp("fsmt")
-    hf_dir = build(root / "wmt19-tiny")
+    hf_dir = build_fsmt(root / "wmt19-tiny")
     hf = FSMTForConditionalGeneration.from_pretrained(hf_dir).eval()
     out = import_model(hf_dir, root / "ckpt", dtype=torch.float32)
     return (hf_dir, hf, *hf_tokenizers(hf_dir), core.load_checkpoint(out))

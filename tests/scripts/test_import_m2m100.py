@@ -5,6 +5,7 @@ Everything is built here, offline: tiny vocabularies (a tokenizer.json for NLLB,
 vocab.json for M2M100) and tiny random models.
 """
 import json
+import shutil
 import warnings
 
 import numpy as np
@@ -13,59 +14,15 @@ import torch
 
 transformers = pytest.importorskip("transformers",
                                    reason="transformers is not installed (pip install -r requirements-dev.txt)")
-from tokenizers import Tokenizer as HFTokenizer, models, pre_tokenizers, trainers  # noqa: E402
-from transformers import (AutoTokenizer, M2M100Config, M2M100ForConditionalGeneration,  # noqa: E402
-                          M2M100Tokenizer, NllbTokenizer)
+from transformers import AutoTokenizer, M2M100ForConditionalGeneration, M2M100Tokenizer  # noqa: E402
 
 import core  # noqa: E402
 from scripts.import_common import HFImportError  # noqa: E402
 from scripts.import_hf import import_model  # noqa: E402
-from tests.helpers import CORPUS  # noqa: E402
-from tests.scripts.hf_models import (LOGITS_ATOL, MAPS_ATOL, SENTENCES, TARGET, TINY, differences,  # noqa: E402
-                                     generate, greedy_length, randomize, train_spm)
+from tests.scripts.hf_models import (LOGITS_ATOL, MAPS_ATOL, SENTENCES, TARGET, build_m2m100,  # noqa: E402
+                                     differences, generate, greedy_length)
 
 LANGS = {"nllb": ("eng_Latn", "deu_Latn"), "m2m100": ("en", "de")}
-
-
-def nllb_tokenizer(folder):
-    """A tiny NLLB tokenizer saved as tokenizer.json (BPE over the test corpus, then the 202 language codes)."""
-    bpe = HFTokenizer(models.BPE(unk_token="<unk>"))
-    bpe.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
-    bpe.train_from_iterator(CORPUS * 10, trainers.BpeTrainer(vocab_size=200,
-                                                             special_tokens=["<s>", "<pad>", "</s>", "<unk>"]))
-    model = json.loads(bpe.to_str())["model"]
-    merges = [tuple(m) if isinstance(m, list) else tuple(m.split()) for m in model["merges"]]
-    tok = NllbTokenizer(vocab=model["vocab"], merges=merges)
-    tok.save_pretrained(folder)
-    return len(tok)
-
-
-def m2m100_tokenizer(folder):
-    """A tiny M2M100 tokenizer: sentencepiece.bpe.model and vocab.json in fairseq's order (<s> <pad> </s> <unk>)."""
-    proto = train_spm(CORPUS, vocab_size=120, model_type="bpe")
-    (folder / "sentencepiece.bpe.model").write_bytes(proto)
-    import sentencepiece as spm
-    sp = spm.SentencePieceProcessor(model_proto=proto)
-    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if not (sp.is_control(i) or sp.is_unknown(i))]
-    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, **{p: i + 4 for i, p in enumerate(pieces)}}
-    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
-    return len(vocab) + 100 + 8                          # + the language tokens + 8 "madeup words", as M2M100
-
-
-def build(folder, kind: str, seed: int = 0):
-    """A tiny random M2M100ForConditionalGeneration with an NLLB or M2M100 tokenizer, in the Hub's format."""
-    folder.mkdir(parents=True)
-    n = nllb_tokenizer(folder) if kind == "nllb" else m2m100_tokenizer(folder)
-    V = n + 2 if kind == "nllb" else n                  # NLLB's model has ids its tokenizer never makes
-    config = M2M100Config(vocab_size=V, pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
-                          scale_embedding=True, encoder_layerdrop=0.0, decoder_layerdrop=0.0, **TINY)
-    torch.manual_seed(seed)
-    model = randomize(M2M100ForConditionalGeneration(config), seed)
-    if kind == "m2m100":      # small language-token rows: the random model then writes text, not language tokens
-        with torch.no_grad():  # (transformers' M2M100Tokenizer keeps those in decoded text; we leave them out)
-            model.model.shared.weight[n - 108:] *= 0.01
-    model.save_pretrained(folder)
-    return folder
 
 
 def hf_tokenizer(folder, kind):
@@ -82,7 +39,7 @@ def hf_tokenizer(folder, kind):
 def imported(request, tmp_path_factory):
     """(kind, hf_dir, transformers model with eager attention, their tokenizer, our imported TranslationModel)."""
     kind, root = request.param, tmp_path_factory.mktemp(request.param)
-    hf_dir = build(root / f"{kind}-tiny", kind)
+    hf_dir = build_m2m100(root / f"{kind}-tiny", kind)
     hf = M2M100ForConditionalGeneration.from_pretrained(hf_dir, attn_implementation="eager").eval()
     src, tgt = LANGS[kind]
     out = import_model(hf_dir, root / "ckpt", dtype=torch.float32, src_lang=src, tgt_lang=tgt)
@@ -159,7 +116,6 @@ def test_unknown_language_is_a_readable_error(imported, tmp_path):
 
 
 def test_no_tokenizer_is_a_readable_error(imported, tmp_path):
-    import shutil
     folder = tmp_path / "no-tokenizer"
     shutil.copytree(imported[1], folder)
     for name in ("tokenizer.json", "sentencepiece.bpe.model"):

@@ -1,0 +1,49 @@
+"""The pages on imported models (scripts/import_hf.py): each runs on an FSMT model (post-norm, two vocabularies,
+Moses + BPE) and an NLLB one (pre-norm, language tokens), or says why it does not apply to the model's languages."""
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.paths import REPO
+
+pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-dev.txt)")
+from scripts.import_hf import import_model  # noqa: E402
+from tests.scripts.hf_models import build_fsmt, build_m2m100  # noqa: E402
+
+PAGES = REPO / "app" / "screens"
+MODEL_PAGES = ["explorer", "heads", "paper_figures", "pronouns", "alignment", "qk", "checkpoint"]
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    """checkpoints/ with an FSMT model (en -> de) and an NLLB model made for en -> fr; max 256 positions, so that
+    the paper's sentences fit in their tiny vocabularies' many pieces."""
+    root = tmp_path_factory.mktemp("imported")
+    import_model(build_fsmt(root / "wmt19-tiny", max_positions=256), root / "checkpoints" / "fsmt-tiny")
+    import_model(build_m2m100(root / "nllb-tiny", "nllb", max_positions=256), root / "checkpoints" / "nllb-en-fr",
+                 src_lang="eng_Latn", tgt_lang="fra_Latn")
+    return root / "checkpoints"
+
+
+def run(page: str, checkpoint: str, folder, monkeypatch) -> AppTest:
+    monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(folder))
+    at = AppTest.from_file(str(PAGES / f"{page}.py"), default_timeout=120)
+    at.session_state["checkpoint"] = checkpoint
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.mark.parametrize("page", MODEL_PAGES)
+def test_every_page_runs_on_an_fsmt_model(imported, monkeypatch, page):
+    at = run(page, "fsmt-tiny", imported, monkeypatch)
+    assert not any("This page needs a model" in i.value for i in at.info)          # English -> German: all apply
+
+
+@pytest.mark.parametrize("page, applies", [("explorer", True), ("paper_figures", True), ("pronouns", False),
+                                           ("alignment", False)])
+def test_pages_say_when_the_languages_do_not_fit(imported, monkeypatch, page, applies):
+    at = run(page, "nllb-en-fr", imported, monkeypatch)
+    said = [i.value for i in at.info if "This page needs a model" in i.value]
+    assert bool(said) != applies
+    if said:
+        assert "English → German" in said[0] and "translates English → fra" in said[0]
