@@ -88,6 +88,7 @@ NEEDS = {
     "syntax": ("en", None, "the gold parses are of English sentences (Universal Dependencies)"),
     "pronouns": ("en", "de", "the pronoun test asks which German pronoun an English 'its' becomes"),
     "alignment": ("en", "de", "the human word alignments are of English-German sentence pairs"),
+    "ablation_bleu": ("en", "de", "BLEU is measured against German translations of English sentences"),
 }
 
 
