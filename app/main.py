@@ -30,6 +30,7 @@ SECTIONS = {  # the sidebar's sections: (file, title, icon) of their pages; the 
         ("checkpoint.py", "Checkpoint", ":material/inventory_2:"),
     ],
     "The paper": [
+        ("lesson.py", "Lesson", ":material/school:"),          # a guided path for a class (app/lesson.toml)
         ("paper_figures.py", "The paper's figures", ":material/article:"),
         ("scaled_attention.py", "Attention, step by step", ":material/calculate:"),
         ("watch_it_learn.py", "Watch it learn", ":material/model_training:"),
@@ -39,7 +40,7 @@ SECTIONS = {  # the sidebar's sections: (file, title, icon) of their pages; the 
 }
 # Pages whose sentences come from one domain start on a checkpoint trained on it (until one is picked):
 # the paper's figures use news sentences, which a caption model translates badly.
-PAGE_DOMAIN = {"paper_figures.py": "news", "pronouns.py": "news"}
+PAGE_DOMAIN = {"paper_figures.py": "news", "pronouns.py": "news", "lesson.py": "news"}
 # A page file not written yet is left out rather than breaking every other page (and so is a section left
 # empty). With no page marked default, st.navigation makes the first one the default.
 written = {section: [st.Page(PAGES / f, title=t, icon=i) for f, t, i in pages if (PAGES / f).exists()]

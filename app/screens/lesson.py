@@ -1,0 +1,225 @@
+"""Lesson: one guided path through the app for a class, step by step (the steps: app/lesson.toml, or a file the
+teacher uploads). Each step: a short explanation to read aloud, a question for the class, and on "Reveal" the
+model's answer drawn by the same builder as the full page (app.lesson_figures, cached by app.lesson_cache).
+
+The step is in the URL (?step=4), so that a teacher can open or share one; every step fits a 1280x720 projector
+in presenter mode without scrolling (tests/browser/test_lesson_browser.py measures it).
+"""
+import time
+
+import streamlit as st
+
+from app import cache, lesson_cache
+from app.checkpoints import UNTRAINED
+from app.display import show_figure
+from app.lesson import LessonError, lesson_path, load_lesson, parse_lesson
+from app.lesson_figures import FIGURES, toy_config
+from app.lesson_handout import handout_html
+from app.sidebar import presenter_mode
+from app.text import md_escape
+
+FIGURE_HEIGHT = 540        # px at most, of the figure beside the text (with its download button: a 720 px screen)
+UNTRAINED_NOTE = "Untrained model, random attention (trained ones are in the sidebar):"
+
+
+@st.cache_data(show_spinner=False)
+def _lesson_file(path: str, version: float):
+    try:
+        return load_lesson(path), None
+    except LessonError as e:
+        return None, str(e)
+
+
+def the_lesson():
+    """The lesson uploaded in this session, else the lesson file (read again when it changes); or a message."""
+    if st.session_state.get("lesson_text"):
+        return parse_lesson(st.session_state.lesson_text, st.session_state.lesson_name)
+    path = lesson_path()
+    try:
+        version = path.stat().st_mtime
+    except OSError:
+        version = 0.0
+    lesson, error = _lesson_file(str(path), version)
+    if error:
+        st.error(error, icon=":material/error:")
+        st.stop()
+    return lesson
+
+
+def step_number(n_steps: int) -> int:
+    """The step of the URL (?step=N, counted from 1), within the lesson; the URL is set to it."""
+    raw = st.query_params.get("step", "1")
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 1
+    if not 1 <= n <= n_steps:
+        st.toast(f"This lesson has steps 1 to {n_steps}: showing step {min(max(n, 1), n_steps)}.")
+        n = min(max(n, 1), n_steps)
+    if st.query_params.get("step") != str(n):
+        st.query_params["step"] = str(n)
+    return n
+
+
+def go_to(n: int) -> None:
+    st.query_params["step"] = str(n)
+
+
+def reveal(step_id: tuple) -> None:
+    st.session_state.setdefault("lesson_revealed", set()).add(step_id)
+
+
+def upload() -> None:
+    """A teacher's own lesson file: used in this session when it reads, else its message below the uploader."""
+    file = st.session_state.get("lesson_upload")
+    if file is None:
+        return
+    text = file.getvalue().decode("utf-8", errors="replace")
+    try:
+        parse_lesson(text, file.name)
+    except LessonError as e:
+        st.session_state.lesson_upload_error = str(e)
+        return
+    st.session_state.update(lesson_text=text, lesson_name=file.name, lesson_upload_error=None)
+    go_to(1)
+
+
+def lesson_menu(lesson, n: int, key, model) -> None:
+    """The popover of the whole lesson, labelled "n / N": jump to a step, the handout, and another lesson file."""
+    with st.popover(f"{n} / {len(lesson.steps)}", icon=":material/menu_book:", width="stretch",
+                    help="The lesson's steps, its handout, and your own lesson file"):
+        st.markdown(f"**{md_escape(lesson.title)}**  \n{md_escape(lesson.about)}")
+        for n, s in enumerate(lesson.steps, 1):
+            st.button(f"{n}. {s.title}", key=f"lesson_jump_{n}", on_click=go_to, args=(n,), type="tertiary")
+        st.download_button("Handout: every question and answer (HTML)", icon=":material/download:",
+                           data=lambda: handout_html(lesson, key.name, handout_answers(lesson, key)),
+                           file_name="lesson_handout.html", mime="text/html", on_click="ignore",
+                           help="One file with each step's question, the model's figure and its answer, to print or "
+                                "share. Drawing the figures takes a minute.")
+        st.file_uploader("Your own lesson file (.toml)", type=["toml"], key="lesson_upload", on_change=upload,
+                         help="Written as app/lesson.toml is (docs/lesson.md explains it); used in this browser tab.")
+        if st.session_state.get("lesson_upload_error"):
+            st.error(st.session_state.lesson_upload_error)
+        if st.session_state.get("lesson_text"):
+            st.button("Back to the app's own lesson", key="lesson_default",
+                      on_click=lambda: st.session_state.update(lesson_text=None, lesson_upload_error=None))
+        st.caption(f"The app's lesson is {lesson_path().name}; the sidebar's Presenter mode enlarges the figures.")
+
+
+def handout_answers(lesson, key) -> list:
+    """(step, what is shown with its question, the model's answer) of every step, for the handout."""
+    out = []
+    for step in lesson.steps:
+        try:
+            out.append((step, lesson_cache.before(key, step.figure, step.options, False),
+                        lesson_cache.answer(key, step.figure, step.options, False)))
+        except ValueError as e:
+            out.append((step, None, str(e)))
+    return out
+
+
+def header(lesson, n: int, key, model) -> None:
+    """The step's title, Previous / Next, and the lesson menu (labelled with the step number), in one row."""
+    title, prev, nxt, menu = st.columns([7, 1.4, 1.4, 1.4], vertical_alignment="center")
+    title.subheader(f"{n}. {md_escape(lesson.steps[n - 1].title)}", anchor=False)
+    prev.button("Previous", icon=":material/arrow_back:", disabled=n == 1, on_click=go_to, args=(n - 1,),
+                width="stretch", key="lesson_prev")
+    nxt.button("Next", icon=":material/arrow_forward:", disabled=n == len(lesson.steps), on_click=go_to,
+               args=(n + 1,), width="stretch", key="lesson_next", type="primary")
+    with menu:
+        lesson_menu(lesson, n, key, model)
+
+
+def wait_for_toy(step) -> None:
+    """The tiny model trains in the background from the moment the lesson opens; if it has not finished, a progress
+    bar until it has."""
+    cfg = toy_config(step.options)
+    run = lesson_cache.toy_run(cfg)
+    bar = None
+    while run.running:
+        snapshots, _, _ = run.view()
+        done = snapshots[-1].step if snapshots else 0
+        text = f"The tiny model is still learning: step {done} of {cfg.steps}…"
+        bar = bar.progress(done / cfg.steps, text=text) if bar else st.progress(done / cfg.steps, text=text)
+        time.sleep(0.5)
+    if bar:
+        bar.empty()
+
+
+def notes(step) -> None:
+    """The teacher's notes, collapsed: what to say, the common misconception, where to go deeper."""
+    with st.expander("Teacher notes", icon=":material/school:"):
+        if step.answer:
+            st.markdown(f"**After the reveal:** {step.answer}")
+        if step.notes.say:
+            st.markdown(f"**Say:** {step.notes.say}")
+        if step.notes.misconception:
+            st.markdown(f"**Common misconception:** {step.notes.misconception}")
+        page = FIGURES[step.figure].page
+        st.page_link(f"screens/{page}", label="Go deeper: the full page", icon=":material/open_in_new:")
+        if step.notes.deeper:
+            st.caption(step.notes.deeper)
+
+
+def the_step(lesson, n: int, key, model) -> None:
+    """Explanation, question, Reveal, the answer and the notes on the left; the model's figure on the right."""
+    step = lesson.steps[n - 1]
+    kind, presenter = FIGURES[step.figure], presenter_mode()
+    step_id = (lesson.source, lesson.title, n)
+    shown = step_id in st.session_state.get("lesson_revealed", set())
+    height = FIGURE_HEIGHT
+    left, right = st.columns([9, 11], gap="medium")
+    try:
+        before = lesson_cache.before(key, step.figure, step.options, presenter, height)
+    except ValueError as e:
+        left.warning(f"This step cannot be drawn on this model: {e}")
+        return
+    with left:
+        st.markdown(step.explain)
+        if before.text:
+            st.markdown(before.text)
+        st.info(f"**Ask the class:** {step.question}", icon=":material/help:")
+        if not shown:
+            st.button("Reveal the model's answer", icon=":material/visibility:", type="primary", key="lesson_reveal",
+                      on_click=reveal, args=(step_id,))
+        answer_place = st.container()
+        notes(step)
+    with right:
+        if not shown:
+            if before.fig is not None:
+                show_figure(before.fig, f"lesson_step{n}_before", key=f"lesson_before_{n}", styled=True)
+            else:
+                with st.container(border=True, height=height, vertical_alignment="center"):
+                    st.caption("The model's answer appears here on **Reveal**.")
+            return
+        if step.figure == "watch_it_learn":
+            wait_for_toy(step)
+        try:
+            answer = lesson_cache.answer(key, step.figure, step.options, presenter, height)
+        except ValueError as e:
+            st.warning(f"The model cannot answer this one: {e}")
+            return
+        show_figure(answer.fig, f"lesson_step{n}_{step.figure}", key=f"lesson_answer_{n}", styled=True)
+    with answer_place:
+        if kind.learned and key.name == UNTRAINED:        # said with the answer: no room for two boxes
+            st.warning(f"**{UNTRAINED_NOTE}** {answer.fact}", icon=":material/warning:")
+        else:
+            st.success(answer.fact, icon=":material/lightbulb:")
+
+
+def start_toy_runs(lesson) -> None:
+    """The tiny model of a "Watch it learn" step starts learning when the lesson opens, to be ready by then."""
+    for s in lesson.steps:
+        if s.figure == "watch_it_learn":
+            try:
+                lesson_cache.toy_run(toy_config(s.options))
+            except ValueError:                  # bad digits: the step itself says so
+                pass
+
+
+lesson = the_lesson()
+ckpt, model = cache.model_or_stop()
+start_toy_runs(lesson)
+number = step_number(len(lesson.steps))
+header(lesson, number, ckpt, model)
+the_step(lesson, number, ckpt, model)

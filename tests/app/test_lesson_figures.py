@@ -1,0 +1,174 @@
+"""app/lesson_figures.py: each lesson figure is drawn by the builder its full page calls (one builder per figure),
+and each answer's numbers are the model's own, on the untrained fallback model and on the shipped checkpoints."""
+import ast
+import importlib
+import inspect
+import re
+
+import numpy as np
+import pytest
+
+from app import cache, lesson_figures
+from app.checkpoints import untrained_model
+from app.lesson import LESSON, load_lesson
+from app.lesson_figures import FIGURES
+from core import load_checkpoint
+from core.paths import REPO
+from core.studies import analysis, toy_task
+from core.studies import paper_figures as pf
+from core.studies import pronouns as P
+from tests.helpers import pe_formula
+
+SCREENS = REPO / "app" / "screens"
+SHIPPED = [p for p in sorted((REPO / "checkpoints").glob("*")) if (p / "config.json").exists()]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return untrained_model()
+
+
+@pytest.fixture
+def short_toy(monkeypatch):
+    """The tiny model of "Watch it learn" trained for 20 steps instead of 600 (the same code, seconds)."""
+    monkeypatch.setattr(lesson_figures, "toy_config",
+                        lambda o: toy_task.ToyConfig(task=o["task"], example=o["digits"], steps=20, every=10))
+
+
+# ---- one builder per figure: the page's ----
+
+def _imports(tree: ast.Module) -> dict[str, str]:
+    """Local name -> the dotted name it stands for, from a module's imports."""
+    names = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                names[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                names[a.asname or a.name] = a.name
+    return names
+
+
+def _called(node: ast.AST, imports: dict[str, str]) -> set[str]:
+    """The dotted names a piece of code refers to: imported names, and attributes of imported modules."""
+    found = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id in imports:
+            found.add(imports[n.id])
+        elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in imports:
+            found.add(f"{imports[n.value.id]}.{n.attr}")
+    return found
+
+
+def page_builders(page: str) -> set[str]:
+    """Every dotted name a page refers to, with those of the app.cache functions it calls (and their cached twins)."""
+    tree = ast.parse((SCREENS / page).read_text(encoding="utf-8"))
+    found = _called(tree, _imports(tree))
+    cache_tree = ast.parse(inspect.getsource(cache))
+    cache_imports = _imports(cache_tree)
+    for fn in cache_tree.body:
+        if isinstance(fn, ast.FunctionDef) and {f"app.cache.{fn.name}", f"app.cache.{fn.name.lstrip('_')}"} & found:
+            found |= _called(fn, cache_imports)
+    return found
+
+
+@pytest.mark.parametrize("kind", list(FIGURES))
+def test_the_page_of_each_lesson_figure_calls_its_builder(kind):
+    f = FIGURES[kind]
+    assert (SCREENS / f.page).exists()
+    assert f.builder in page_builders(f.page), f"{f.page} does not call {f.builder}"
+
+
+def test_the_check_of_builders_can_fail():
+    assert "app.figures.toy.cross_grid" in page_builders("watch_it_learn.py")     # through app.cache.toy_figures
+    assert "app.figures.toy.cross_grid" not in page_builders("positional_encoding.py")
+    assert "app.figures.sdpa.weights_chart" not in page_builders("explorer.py")
+
+
+@pytest.mark.parametrize("kind", list(FIGURES))
+def test_each_lesson_figure_is_drawn_by_its_builder(kind, model, monkeypatch, short_toy):
+    f = FIGURES[kind]
+    module_name, name = f.builder.rsplit(".", 1)
+    module, made = importlib.import_module(module_name), []
+    real = getattr(module, name)
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        made.append(out)
+        return out
+    monkeypatch.setattr(module, name, spy)
+    answer = f.answer(model, dict(f.options))
+    drawn = [fig for out in made for fig in (out.values() if isinstance(out, dict) else [out])]
+    assert any(answer.fig is fig for fig in drawn), f"{kind}: its figure is not {f.builder}'s"
+    assert re.search(r"\d", answer.fact)                          # the model's numbers, in words
+
+
+# ---- the answers are the model's own numbers ----
+
+def test_the_weights_answer_is_the_softmax_of_the_example(model):
+    a = FIGURES["attention_steps"].answer(model, {"query": 1})
+    weights = np.exp([1, -1, 0] / np.sqrt(2)) / np.exp([1, -1, 0] / np.sqrt(2)).sum()   # q1 = (1, 0) on the keys
+    assert "softmax: " + ", ".join(f"{w:.2f}" for w in weights) in a.fact and "**key 1**" in a.fact
+    np.testing.assert_allclose(np.asarray(a.fig.data[0].z, dtype=float)[0], weights, atol=1e-9)
+
+
+def test_the_positional_answer_gives_the_dot_products_of_the_formula(model):
+    options = {"positions": 80, "first": 5, "second": 40, "distance": 7}
+    a = FIGURES["positional"].answer(model, options)
+    pe = pe_formula(80, model.cfg.d_model).numpy()
+    assert f"PE(5)·PE(12) = {pe[5] @ pe[12]:.2f}" in a.fact and f"PE(40)·PE(47) = {pe[40] @ pe[47]:.2f}" in a.fact
+    with pytest.raises(ValueError, match="must be below 80"):
+        FIGURES["positional"].answer(model, {**options, "second": 75})
+
+
+def test_the_alignment_answer_lists_each_german_words_strongest_english_word(model):
+    a = FIGURES["alignment"].answer(model, {"sentence": "We must protect the environment."})
+    z = np.asarray(a.fig.data[0].z, dtype=float)
+    rows, cols = list(a.fig.data[0].y), list(a.fig.data[0].x)
+    t = 0
+    assert f"{rows[t].split(' (')[0]} → {cols[int(np.argmax(z[t]))].split(' (')[0]}" in a.fact
+
+
+def test_the_heads_answer_names_the_heads_core_scores_highest(model):
+    sentence = "The cat sat on the mat."
+    a = FIGURES["all_heads"].answer(model, {"sentence": sentence})
+    view = model.attend(sentence).view("enc_self", words=True)
+    prev = analysis.sentence_scores(view.maps, view.rows)["previous"]
+    layer, head = np.unravel_index(int(np.nanargmax(prev)), prev.shape)
+    assert f"previous word {prev.max():.2f} (layer {layer + 1}, head {head + 1})" in a.fact
+
+
+@pytest.mark.parametrize("number", [3, 4])
+def test_the_paper_answers_give_the_best_heads_share(model, number):
+    a = FIGURES[f"figure{number}"].answer(model, {"sentence": None})
+    sentence = pf.FIGURES[number][1]
+    r = model.attend(sentence)
+    best = pf.FIGURES[number][0](r.enc_self, r.src_tokens, sentence).best
+    assert f"layer {int(best.layer) + 1}, head {int(best['head']) + 1} puts **{best.score:.2f}**" in a.fact
+
+
+def test_the_pronoun_answer_is_the_models_most_probable_form(model):
+    a = FIGURES["pronoun"].answer(model, {"item": 2})
+    item = P.load_pronoun_set()[1]
+    choice = P.form_probabilities(model, item["en"], item["de"], item["pronoun"])
+    assert f"**{choice.chosen}**" in a.fact and f"{choice.feminine_share:.0%}" in a.fact
+    with pytest.raises(ValueError, match="items 1 to"):
+        FIGURES["pronoun"].answer(model, {"item": 10_000})
+
+
+def test_the_toy_answer_shows_before_and_after_training(model, short_toy):
+    before = FIGURES["watch_it_learn"].before(model, {"task": "reverse", "digits": "1234"})
+    after = FIGURES["watch_it_learn"].answer(model, {"task": "reverse", "digits": "1234"})
+    assert "Before training" in before.fig.layout.title.text
+    assert "After 20 training steps" in after.fig.layout.title.text
+    assert "1234 → 4321" in after.fact and "of 4 rows" in after.fact
+
+
+@pytest.mark.parametrize("folder", [None] + SHIPPED, ids=lambda f: "untrained" if f is None else f.name)
+def test_every_step_of_the_shipped_lesson_answers(folder, model, short_toy):
+    m = model if folder is None else load_checkpoint(folder)
+    for step in load_lesson(LESSON).steps:
+        f = FIGURES[step.figure]
+        assert f.before(m, step.options).text, step.title
+        assert f.answer(m, step.options).fig is not None, step.title
