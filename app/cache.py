@@ -21,7 +21,7 @@ import streamlit as st
 
 from app.checkpoints import UNTRAINED, CheckpointKey, checkpoint_key, checkpoint_names, checkpoints_dir, untrained_model
 from app.demo import DOMAINS, demo_sentences
-from app.figures.attention import heatmap_figure
+from app.figures.attention import ROW_PX, heatmap_figure
 from app.figures.qk import qk_scatter, small_multiples
 from app.figures.sdpa import collapse_table as sdpa_collapse_table
 from app.figures.style import PRESENTER, readable
@@ -120,11 +120,14 @@ def _attention_view(key: CheckpointKey, src: str, tgt: str | None, beam: int, ki
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def heatmap_frame(rows: tuple, cols: tuple, row_title: str, col_title: str, zmax, presenter: bool) -> dict:
+def heatmap_frame(rows: tuple, cols: tuple, row_title: str, col_title: str, zmax, presenter: bool,
+                  row_px: int = ROW_PX) -> dict:
     """A styled one-head heatmap for these labels as a dict, shared by every session: switching the head (or the
-    layer) only swaps in another map and title (heatmap_from_frame), instead of building a figure."""
+    layer) only swaps in another map and title (heatmap_from_frame), instead of building a figure. row_px: the most
+    pixels a row gets (heatmap_figure)."""
     fig = heatmap_figure(np.zeros((len(rows), len(cols)), np.float32), list(rows), list(cols), zmax=zmax,
-                         row_title=row_title, col_title=col_title, text_scale=PRESENTER if presenter else 1.0)
+                         row_title=row_title, col_title=col_title, text_scale=PRESENTER if presenter else 1.0,
+                         row_px=row_px)
     return readable(fig, presenter).to_dict()
 
 

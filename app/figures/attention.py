@@ -16,22 +16,24 @@ from core.views import position
 
 
 SCREEN_WIDTH = 820         # px: what a stretched figure gets beside the sidebar in a 1280 px window (a projector's)
+ROW_PX, MIN_ROW_PX = 28, 14  # px: the most and the least a heatmap's row gets (before presenter mode's x1.5)
 
 
 def heatmap_figure(attn: np.ndarray, rows: list[str], cols: list[str], title: str = "",
                    zmax: float | None = None, row_title: str = "attending (query)",
                    col_title: str = "attended (key)", text_scale: float = 1.0,
-                   width: int = SCREEN_WIDTH) -> go.Figure:
+                   width: int = SCREEN_WIDTH, row_px: int = ROW_PX) -> go.Figure:
     """One head's [R, C] map as a heatmap (app.figures.tokens.token_heatmap); hover shows both tokens and the weight.
 
     The colour scale runs from 0 to zmax (1: weights compare across heads; None: the largest weight here).
     Column labels stay level where they fit the `width` the figure is expected to get (its text drawn
-    `text_scale` times larger: presenter mode), slanted or upright where not.
+    `text_scale` times larger: presenter mode), slanted or upright where not. A row gets at most `row_px` pixels
+    (a page that must show the whole map on a small screen gives fewer), fewer in a long map, never under 14.
     """
     attn = np.asarray(attn, dtype=np.float32)
     R, C = attn.shape
     fig = go.Figure(token_heatmap(attn, rows, cols, zmax=zmax))
-    cell = max(14, min(28, 700 // max(R, C, 1)))      # pixels per row: never too thin to read a label
+    cell = max(MIN_ROW_PX, min(row_px, 700 // max(R, C, 1)))      # pixels per row: never too thin to read a label
     def longest(labels):
         return max((len(t) for t in labels), default=1)
     left = 40 + 8 * min(longest(rows), 20)

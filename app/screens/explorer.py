@@ -4,9 +4,9 @@ The page is thin: the model runs once per (checkpoint version, sentence, target,
 labelled once per (words or pieces, specials) through app.cache; a head switch only slices the cached view. The
 figures come from app.figures.attention.
 
-Its first screen is a class's (1280x720, a projector): the sentence beside its translation, the map's controls in one
-row that wraps (a control added to it takes a place in the row, no label is ever cut off), then the map; what
-explains the map comes below it (tests/browser/test_browser.py measures this).
+Its first screen is a class's (1280x720, a projector): the sentence beside its translation, the map's controls in two
+rows that wrap (a control added to one takes a place in it, no label is ever cut off), then the whole map, colour bar
+included; what explains the map comes below it (tests/browser/test_browser.py measures this).
 """
 import streamlit as st
 
@@ -22,6 +22,10 @@ from core.tokenizer import display_pieces
 from core.views import DECODER_ROWS, KINDS, SHORT
 
 BOX_HEIGHT = 80        # px: the sentence box and the translation, two lines of text each on the first screen
+# px a row of the map gets at most (the figures' own is 28): at 22 the default sentence's whole map, colour bar
+# included, ends within a 1280x720 first screen. Presenter mode draws rows and labels 1.5 times as large: 14 gives
+# ~26 px rows for 19.5 px labels, the least that keeps them apart from the back of a room.
+MAP_ROW_PX, PRESENTER_MAP_ROW_PX = 22, 14
 VIEWS = {"one": "One head", "grid": "All heads", "lines": "Head view (lines)"}
 ROW_TITLES = {"enc_self": "attending source token", "dec_self": "decoder step (the token it writes)",
               "cross": "decoder step (the token it writes)"}
@@ -61,7 +65,7 @@ def sentence_inputs(name: str, choices: dict[str, str]):
     left, right, more = st.columns([4, 4, 1.5])
     src = left.text_area("Sentence to translate", key="src", height=BOX_HEIGHT,
                          help="Press Ctrl+Enter or click outside the box to translate.")
-    place = right.container()
+    place = right.container(gap="xxsmall")     # the translation's box level with the sentence box
     with more:
         st.space(28)                         # px: a label's height, to stand level with the sentence box
         with st.popover("More", icon=":material/tune:", width="stretch",
@@ -105,31 +109,38 @@ def translation(ckpt, src: str, tgt: str | None, beam: int, place):
 
 
 def map_controls(cfg) -> dict:
-    """The kind of attention, layer and head, the view and the three switches, in one row that wraps; their values
-    by name. Each control keeps the width of its label (none is cut off), the layer and head fixed ones."""
-    row = st.container(horizontal=True, vertical_alignment="bottom")
-    kind = row.segmented_control("Attention", list(KINDS), key="kind", format_func=SHORT.get, required=True,
-                                 help="Encoder self: the source sentence looks at itself. Decoder self: the "
-                                      "translation looks at the words already written. Encoder-decoder: the "
-                                      "translation looks at the source.")
+    """The map's controls in two rows that wrap, their values by name: which map (the kind of attention, layer and
+    head) beside the three switches stacked, then how to draw it (the view, and attention weights or what replaces
+    them). Each control keeps the width of its label (none is cut off), the layer and head fixed ones; two rows
+    rather than three leave the first screen to the map."""
+    controls = st.container(gap="xsmall")              # the two rows close together: one block above the map
+    which = controls.container(horizontal=True, vertical_alignment="bottom")
+    kind = which.segmented_control("Attention", list(KINDS), key="kind", format_func=SHORT.get, required=True,
+                                   help="Encoder self: the source sentence looks at itself. Decoder self: the "
+                                        "translation looks at the words already written. Encoder-decoder: the "
+                                        "translation looks at the source.")
     n_layers = cfg.N if kind == "enc_self" else cfg.N_dec
     st.session_state.layer = min(st.session_state.layer, n_layers - 1)    # the decoder may have fewer layers
     st.session_state.head = min(st.session_state.head, cfg.h - 1)
     view = st.session_state.view                       # the head selector is off in the head view, drawn below it
-    layer = row.selectbox("Layer", range(n_layers), key="layer", format_func=lambda i: f"{i + 1} of {n_layers}",
-                          width=105)
-    head = row.selectbox("Head", range(cfg.h), key="head", format_func=lambda i: f"{i + 1} of {cfg.h}", width=105,
-                         disabled=view == "lines", help="The head view picks its heads below.")
-    words = words_toggle(row, "words")
-    view = row.segmented_control("View", list(VIEWS), key="view", format_func=VIEWS.get, required=True,
+    layer = which.selectbox("Layer", range(n_layers), key="layer", format_func=lambda i: f"{i + 1} of {n_layers}",
+                            width=105)
+    head = which.selectbox("Head", range(cfg.h), key="head", format_func=lambda i: f"{i + 1} of {cfg.h}", width=105,
+                           disabled=view == "lines", help="The head view picks its heads below.")
+    switches = which.container(width="content", gap=None)      # stacked: about as tall as a labelled control
+    words = words_toggle(switches, "words")
+    specials = switches.toggle("Show <s> and </s>", key="specials", help="The start and end tokens.")
+    stretch = switches.toggle("Stretch colours", key="stretch",
+                              help="Off: the colours run from 0 to 1, so that heads compare (evenly spread attention "
+                                   "looks pale). On: from 0 to the largest weight shown, to see detail in faint maps.")
+    how = controls.container(horizontal=True, vertical_alignment="bottom")
+    view = how.segmented_control("View", list(VIEWS), key="view", format_func=VIEWS.get, required=True,
                                  help="One head: its map, large. All heads: every layer and head as small maps "
                                       "(the model view). Head view: the paper's lines, one per weight.")
-    specials = row.toggle("Show <s> and </s>", key="specials", help="The start and end tokens.")
-    stretch = row.toggle("Stretch colours", key="stretch",
-                         help="Off: the colours run from 0 to 1, so that heads compare (evenly spread attention looks "
-                              "pale). On: from 0 to the largest weight shown, to see detail in faint maps.")
+    with how:
+        show = show_weights.show_control("show")   # attention weights | weighted by value size | contributions
     return dict(kind=kind, view=view, n_layers=n_layers, layer=layer, head=head, words=words, specials=specials,
-                zmax=None if stretch else 1.0)
+                zmax=None if stretch else 1.0, show=show)
 
 
 def conventions(v, c: dict) -> None:
@@ -151,8 +162,9 @@ def where(c: dict) -> str:
 def one_head(v, c: dict, n_heads: int) -> None:
     """The selected head, large: its map swapped into the cached figure frame of these labels."""
     kind, layer, head = c["kind"], c["layer"], c["head"]
+    presenter = presenter_mode()
     frame = cache.heatmap_frame(tuple(v.rows), tuple(v.cols), ROW_TITLES[kind], COL_TITLES[kind], c["zmax"],
-                                presenter_mode())
+                                presenter, PRESENTER_MAP_ROW_PX if presenter else MAP_ROW_PX)
     fig = heatmap_from_frame(frame, v.maps[layer, head], f"{where(c)}, head {head + 1} of {n_heads}", c["zmax"])
     show_figure(fig, f"{kind}_layer{layer + 1}_head{head + 1}", key="one_chart", styled=True)
 
@@ -200,7 +212,7 @@ src, tgt, beam, translation_place = sentence_inputs(ckpt.name, examples(model.ca
 tgt = tgt if tgt.strip() else None
 translation(ckpt, src, tgt, beam, translation_place)
 controls = map_controls(model.cfg)
-show = show_weights.show_control("show")        # attention weights | weighted by value size | contributions
+show = controls["show"]
 view = cache.contribution_view(ckpt, src, tgt, beam, controls["kind"], show, controls["words"], controls["specials"])
 if controls["view"] == "grid":
     model_view(view, controls)

@@ -132,14 +132,22 @@ def effective(layout: dict, *path):
     return None
 
 
+def row_px(layout: dict) -> float:
+    """The height of one row of a heatmap's cells, in px: the figure's height less its margins, over the rows."""
+    return (layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]) / len(layout["yaxis"]["ticktext"])
+
+
 def test_presenter_mode_enlarges_the_text_of_every_figure(app):
     at = ok(app())
-    normal = specs(at)[0]["layout"]
+    normal = specs(at)[0]["layout"]                          # the explorer's map
     at.sidebar.toggle(key="presenter").set_value(True).run()
     big = specs(ok(at))[0]["layout"]
     for path in [("font", "size"), ("title", "font", "size"), ("xaxis", "tickfont", "size"),
-                 ("yaxis", "tickfont", "size"), ("height",)]:
+                 ("yaxis", "tickfont", "size"), ("margin", "t"), ("margin", "l")]:
         assert effective(big, *path) == pytest.approx(1.5 * effective(normal, *path), abs=1), path
+    # the map's rows grow less than its text, so that most of it stays on a projector's one screen, yet each row
+    # stays clearly taller than its labels
+    assert 1.25 * effective(big, "yaxis", "tickfont", "size") <= row_px(big) < 1.5 * row_px(normal)
     assert effective(normal, "xaxis", "tickfont", "color") == style.INK
     assert effective(normal, "yaxis", "title", "font", "size") >= 13
 

@@ -55,6 +55,23 @@ def test_column_labels_stay_level_where_they_fit_and_turn_where_not():
     assert level.layout.margin.b < slanted.layout.margin.b
 
 
+
+def cells_height(fig) -> float:
+    """The height of a heatmap's cells: the figure's less its top and bottom margins."""
+    return fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+
+
+def test_a_page_may_give_a_row_fewer_pixels_but_never_too_few_to_read():
+    words = [f"w{i}" for i in range(12)]
+    usual, capped = heatmap_figure(np.eye(12), words, words), heatmap_figure(np.eye(12), words, words, row_px=22)
+    assert cells_height(usual) - cells_height(capped) == 12 * (28 - 22)     # 28 px a row unless a page says less
+    assert capped.layout.margin == usual.layout.margin                      # labels and titles keep their room
+    floor = heatmap_figure(np.eye(12), words, words, row_px=14)
+    assert cells_height(heatmap_figure(np.eye(12), words, words, row_px=5)) == cells_height(floor)
+    many = [f"w{i}" for i in range(40)]                                     # a long map's rows are thinner anyway
+    assert cells_height(heatmap_figure(np.eye(40), many, many, row_px=22)) == cells_height(
+        heatmap_figure(np.eye(40), many, many))
+
 def test_labels_are_escaped_so_plotly_shows_them_literally():
     assert safe("</s>") == "&lt;/s&gt;" and safe("a<b>b") == "a&lt;b&gt;b" and safe("R&D") == "R&amp;D"
 

@@ -139,6 +139,16 @@ def test_words_special_tokens_and_colour_switches(new_app):
     assert any("less than 1" in c.value for c in at.caption)
 
 
+
+def test_the_map_of_a_caption_is_short_enough_for_the_first_screen(new_app):
+    """At 1280x720 the map's cells start at ~402 px (tests/browser measures it): a 12-word sentence's cells must
+    take at most 318 px for the whole map, colour bar included, to end on the first screen."""
+    at = new_app("A man in a blue shirt is standing on a ladder.", tgt="Ein Mann steht auf einer Leiter.")
+    assert_healthy(at)
+    layout = figures(at)[0]["layout"]
+    assert len(layout["yaxis"]["ticktext"]) == 12                       # eleven words and </s>
+    assert layout["height"] - layout["margin"]["t"] - layout["margin"]["b"] <= 720 - 402
+
 def test_own_target_translation_gives_teacher_forced_maps(new_app):
     at = new_app()
     at.text_area(key="tgt").input("Ein Mann steht auf einer Leiter.").run()
