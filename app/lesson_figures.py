@@ -16,6 +16,7 @@ import numpy as np
 from app.demo import default_sentence
 from app.figures import alignment as alignment_figs
 from app.figures import attention, paper, positional, pronouns, sdpa, toy
+from app.text import md_escape
 from core.studies import alignment as al
 from core.studies import analysis
 from core.studies import paper_figures as pf
@@ -48,6 +49,7 @@ class LessonFigure:
     answer: Callable                    # (model, options) -> Answer
     options: dict = field(default_factory=dict)
     depends: str = "weights"            # on the checkpoint's "weights", only its "config" (sizes), or "nothing"
+    small_multiples: bool = False       # a grid of small maps: drawn at screen size also in presenter mode
 
     @property
     def uses_checkpoint(self) -> bool:
@@ -84,7 +86,8 @@ def _sentence(model, options) -> str:
 def alignment_before(model, options) -> Before:
     sentence = _sentence(model, options)
     result = model.attend(sentence)
-    return Before(f"**English:** {sentence}  \n**The model's German:** {_short(result.tgt, 90) or '(empty)'}")
+    return Before(f"**English:** {md_escape(sentence)}  \n"
+                  f"**The model's German:** {md_escape(_short(result.tgt, 90)) or '(empty)'}")
 
 
 def alignment_answer(model, options) -> Answer:
@@ -99,8 +102,8 @@ def alignment_answer(model, options) -> Answer:
                                           f"Layer {layer}, head {head}")
     links = sorted(found.links["model"])
     why = "the head its card picked for alignment" if chosen else "no head picked on its card: the first one"
-    return Answer(fig, f"Layer {layer}, head {head} ({why}): "
-                       + _words((f"{_short(maps.rows[t])} → {_short(maps.cols[s])}" for t, s in links), 5) + ".")
+    pairs = (md_escape(f"{_short(maps.rows[t])} → {_short(maps.cols[s])}") for t, s in links)
+    return Answer(fig, f"Layer {layer}, head {head} ({why}): {_words(pairs, 5)}.")
 
 
 # ---- scaled dot-product attention on small matrices (the "Attention, step by step" page) ----
@@ -178,7 +181,8 @@ def positional_answer(model, options) -> Answer:
 
 def heads_before(model, options) -> Before:
     cfg = model.cfg
-    return Before(f"**Sentence:** {_sentence(model, options)} ({cfg.N} layers × {cfg.h} heads = {cfg.N * cfg.h} maps)")
+    return Before(f"**Sentence:** {md_escape(_sentence(model, options))} ({cfg.N} layers × {cfg.h} heads = "
+                  f"{cfg.N * cfg.h} maps)")
 
 
 def heads_answer(model, options) -> Answer:
@@ -199,7 +203,7 @@ def paper_before(number: int):
     def before(model, options) -> Before:
         focus = {3: "making", 4: "its"}[number]
         sentence = options.get("sentence") or pf.FIGURES[number][1]
-        marked = " ".join(f"**{w}**" if w.strip(".,") == focus else w for w in sentence.split())
+        marked = " ".join(f"**{md_escape(w)}**" if w.strip(".,") == focus else md_escape(w) for w in sentence.split())
         return Before(f"**Sentence:** {marked}")
     return before
 
@@ -238,8 +242,8 @@ def pronoun_before(model, options) -> Before:
     choice = P.form_probabilities(model, item["en"], item["de"], item["pronoun"])
     prefix = choice.prefix if choice else ""
     gender = {"f": "feminine", "m": "masculine", "n": "neuter"}[item["gender"]]
-    return Before(f"**English:** {item['en']}  \n'{item['antecedent']}' is *{item['antecedent_de']}* in German: "
-                  f"{gender}. The decoder has written: *{prefix} …*")
+    return Before(f"**English:** {md_escape(item['en'])}  \n'{item['antecedent']}' is *{item['antecedent_de']}* in "
+                  f"German: {gender}. The decoder has written: *{md_escape(prefix)} …*")
 
 
 def pronoun_answer(model, options) -> Answer:
@@ -316,5 +320,6 @@ FIGURES = {
                             {"item": 1}),
     "watch_it_learn": LessonFigure("watch_it_learn.py", "app.figures.toy.cross_grid",
                                    "a tiny Transformer's cross-attention before and after it learns", toy_before,
-                                   toy_answer, {"task": "reverse", "digits": "31859264"}, depends="nothing"),
+                                   toy_answer, {"task": "reverse", "digits": "31859264"}, depends="nothing",
+                                   small_multiples=True),
 }

@@ -32,13 +32,22 @@ img { max-width: 100%; height: auto; display: block; margin: 0.6em 0; }
 
 
 def inline_markdown(text: str) -> str:
-    """The lesson's text as HTML: escaped, with **bold**, *italic*, `code` and line breaks (the little Markdown a
-    lesson file uses; docs/lesson.md says so)."""
-    out = html.escape(text.strip(), quote=False)
+    """The lesson's text as HTML: escaped, with **bold**, *italic*, `code`, backslash escapes and line breaks (the
+    little Markdown a lesson file and the answers use; docs/lesson.md says so)."""
+    escaped = {}                    # a backslash-escaped character (app.text.md_escape) is that character, as written
+
+    def hide(m):
+        escaped[f"\0{len(escaped)}\0"] = m.group(1)
+        return f"\0{len(escaped) - 1}\0"
+    out = re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>~$:])", hide, text.strip())
+    out = html.escape(out, quote=False)
     out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
     out = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
     out = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<i>\1</i>", out)
-    return "<br>".join(" ".join(line.split()) for line in re.split(r"\n\s*\n|  \n", out))
+    out = "<br>".join(" ".join(line.split()) for line in re.split(r"\n\s*\n|  \n", out))
+    for token, char in escaped.items():
+        out = out.replace(token, html.escape(char, quote=False))
+    return out
 
 
 def image_tag(fig, alt: str, fmt: str = "png") -> str:

@@ -84,13 +84,13 @@ def upload() -> None:
     go_to(1)
 
 
-def lesson_menu(lesson, n: int, key, model) -> None:
+def lesson_menu(lesson, n: int, key) -> None:
     """The popover of the whole lesson, labelled "n / N": jump to a step, the handout, and another lesson file."""
     with st.popover(f"{n} / {len(lesson.steps)}", icon=":material/menu_book:", width="stretch",
                     help="The lesson's steps, its handout, and your own lesson file"):
         st.markdown(f"**{md_escape(lesson.title)}**  \n{md_escape(lesson.about)}")
-        for n, s in enumerate(lesson.steps, 1):
-            st.button(f"{n}. {s.title}", key=f"lesson_jump_{n}", on_click=go_to, args=(n,), type="tertiary")
+        for i, s in enumerate(lesson.steps, 1):
+            st.button(f"{i}. {s.title}", key=f"lesson_jump_{i}", on_click=go_to, args=(i,), type="tertiary")
         st.download_button("Handout: every question and answer (HTML)", icon=":material/download:",
                            data=lambda: handout_html(lesson, key.name, handout_answers(lesson, key)),
                            file_name="lesson_handout.html", mime="text/html", on_click="ignore",
@@ -118,16 +118,16 @@ def handout_answers(lesson, key) -> list:
     return out
 
 
-def header(lesson, n: int, key, model) -> None:
+def header(lesson, n: int, key) -> None:
     """The step's title, Previous / Next, and the lesson menu (labelled with the step number), in one row."""
-    title, prev, nxt, menu = st.columns([7, 1.4, 1.4, 1.4], vertical_alignment="center")
+    title, prev, nxt, menu = st.columns([6.2, 1.7, 1.4, 1.4], vertical_alignment="center")
     title.subheader(f"{n}. {md_escape(lesson.steps[n - 1].title)}", anchor=False)
     prev.button("Previous", icon=":material/arrow_back:", disabled=n == 1, on_click=go_to, args=(n - 1,),
                 width="stretch", key="lesson_prev")
     nxt.button("Next", icon=":material/arrow_forward:", disabled=n == len(lesson.steps), on_click=go_to,
                args=(n + 1,), width="stretch", key="lesson_next", type="primary")
     with menu:
-        lesson_menu(lesson, n, key, model)
+        lesson_menu(lesson, n, key)
 
 
 def wait_for_toy(step) -> None:
@@ -161,14 +161,14 @@ def notes(step) -> None:
             st.caption(step.notes.deeper)
 
 
-def the_step(lesson, n: int, key, model) -> None:
+def the_step(lesson, n: int, key) -> None:
     """Explanation, question, Reveal, the answer and the notes on the left; the model's figure on the right."""
     step = lesson.steps[n - 1]
     kind, presenter = FIGURES[step.figure], presenter_mode()
     step_id = (lesson.source, lesson.title, n)
     shown = step_id in st.session_state.get("lesson_revealed", set())
     height = FIGURE_HEIGHT
-    left, right = st.columns([9, 11], gap="medium")
+    left, right = st.columns([2, 3], gap="medium")
     try:
         before = lesson_cache.before(key, step.figure, step.options, presenter, height)
     except ValueError as e:
@@ -218,8 +218,8 @@ def start_toy_runs(lesson) -> None:
 
 
 lesson = the_lesson()
-ckpt, model = cache.model_or_stop()
+ckpt, _ = cache.model_or_stop()        # a message and a stop when it cannot be loaded
 start_toy_runs(lesson)
 number = step_number(len(lesson.steps))
-header(lesson, number, ckpt, model)
-the_step(lesson, number, ckpt, model)
+header(lesson, number, ckpt)
+the_step(lesson, number, ckpt)

@@ -12,6 +12,7 @@ from app import cache, lesson_figures
 from app.checkpoints import untrained_model
 from app.lesson import LESSON, load_lesson
 from app.lesson_figures import FIGURES
+from app.text import md_escape
 from core import load_checkpoint
 from core.paths import REPO
 from core.studies import analysis, toy_task
@@ -127,7 +128,7 @@ def test_the_alignment_answer_lists_each_german_words_strongest_english_word(mod
     z = np.asarray(a.fig.data[0].z, dtype=float)
     rows, cols = list(a.fig.data[0].y), list(a.fig.data[0].x)
     t = 0
-    assert f"{rows[t].split(' (')[0]} → {cols[int(np.argmax(z[t]))].split(' (')[0]}" in a.fact
+    assert md_escape(f"{rows[t].split(' (')[0]} → {cols[int(np.argmax(z[t]))].split(' (')[0]}") in a.fact
 
 
 def test_the_heads_answer_names_the_heads_core_scores_highest(model):

@@ -11,6 +11,7 @@ from app.figures.export import export_problem
 from app.lesson import parse_lesson
 from app.lesson_figures import Answer, Before
 from app.lesson_handout import handout_html, image_tag, inline_markdown
+from app.text import md_escape
 from tests.helpers import FIXTURES
 
 # the short lesson, its title with markup that must show as written
@@ -52,6 +53,7 @@ def test_inline_markdown_escapes_html_and_keeps_emphasis():
         "&lt;script&gt;x&lt;/script&gt; <b>a</b> <i>b</i> <code>c</code>"
     assert inline_markdown("one\nline\n\ntwo  \nthree") == "one line<br>two<br>three"
     assert inline_markdown("2 * 3 * 4") == "2 * 3 * 4"                     # a lone star is no emphasis
+    assert inline_markdown("**a:** " + md_escape("The *cat* <unk>.")) == "<b>a:</b> The *cat* &lt;unk&gt;."   # as typed
 
 
 @pytest.mark.skipif(export_problem(True) is not None, reason="kaleido cannot draw here")
