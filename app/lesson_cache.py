@@ -71,8 +71,10 @@ def _wrap_title(fig, width: int, size: float) -> None:
     if wrapped == text:
         return
     lines = wrapped.count("<br>") + 1
-    # pinned to the top, in a top margin grown to hold its lines (else Plotly centres it and the first line is cut)
-    fig.layout.title.update(text=wrapped, yref="container", y=1.0, yanchor="top", pad=dict(t=8))
+    # in a top margin grown to hold its lines, its middle pinned half their height below the top (Plotly places a
+    # title of several lines anchored at its "top" a line too high, cutting the first)
+    height = fig.layout.height or 450
+    fig.layout.title.update(text=wrapped, yref="container", yanchor="middle", y=1 - (8 + 0.65 * size * lines) / height)
     fig.layout.margin.t = max(fig.layout.margin.t or 80, 1.3 * size * lines + 20)
 
 
