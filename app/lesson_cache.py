@@ -75,7 +75,8 @@ def _wrap_title(fig, width: int, size: float) -> None:
     # title of several lines anchored at its "top" a line too high, cutting the first)
     height = fig.layout.height or 450
     fig.layout.title.update(text=wrapped, yref="container", yanchor="middle", y=1 - (8 + 0.65 * size * lines) / height)
-    fig.layout.margin.t = max(fig.layout.margin.t or 80, 1.3 * size * lines + 20)
+    added = 1.3 * size * (lines - text.count("<br>") - 1)          # what the lines added take (subplot titles below)
+    fig.layout.margin.t = max((fig.layout.margin.t or 80) + added, 1.3 * size * lines + 20)
 
 
 def _wrap_subplot_titles(fig, width: int, size: float) -> None:
