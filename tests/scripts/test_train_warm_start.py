@@ -49,7 +49,9 @@ def test_init_from_continues_steps_log_and_schedule(corpus, parent, tmp_path):
     assert new[0]["loss"] < log[1]["loss"] * 0.8
     card = json.loads((out / "card.json").read_text())
     assert card["training"]["steps"] == 50
-    assert card["training"]["warm_start"] == {"from": str(ckpt), "step": 40, "rewarm": 5, "optimizer": "fresh Adam"}
+    own_time = json.loads((ckpt / "card.json").read_text())["training"]["wall_time_s"]   # --max-minutes count from here
+    assert card["training"]["warm_start"] == {"from": str(ckpt), "step": 40, "rewarm": 5, "optimizer": "fresh Adam",
+                                              "elapsed_s": own_time}
 
 
 def test_a_resumed_run_cools_down_to_zero_at_max_steps(corpus, parent, tmp_path):

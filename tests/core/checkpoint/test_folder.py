@@ -108,7 +108,7 @@ def _bad_card(folder):
     (_unknown_key, "unknown config keys"),
     (_no_config, "has no config.json"),
     (_no_weights, "has no model.safetensors"),
-    (_no_tokenizer, "no SentencePiece model"),
+    (_no_tokenizer, "no tokenizer"),
     (_garbage_tokenizer, "SentencePiece model could not be read"),
     (_bad_card, "not valid JSON"),
 ])

@@ -90,7 +90,7 @@ def test_snapshot_scores_find_when_the_head_appears(tmp_path):
     assert (after.fig4_layer, after.fig4_head, after.fig4_linked) == (1, 2, True)
     assert after.fig4_score == pytest.approx(0.9, abs=2e-3)
     assert after.fig4_application == pytest.approx(0.2 / 12, abs=1e-3)
-    assert after.fig4_threshold == 0.5                      # 10 x 2/14 is more than all: half of it
+    assert after.fig4_threshold == pf.LINK_CAP == 0.40    # 10 x 2/14 is more than all: the cap
     assert after.hit_rate == 1.0 and before.hit_best == 0.0 and after.hit_chance == pytest.approx(1 / 6)
     assert "fig3_score" not in table                       # no probe sentence has 'making … more difficult'
     found = em.appearance(table, 4)
