@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Import a Hugging Face translation model as an Attention Explorer checkpoint: Marian (OPUS-MT), NLLB-200,
+r"""Import a Hugging Face translation model as an Attention Explorer checkpoint: Marian (OPUS-MT), NLLB-200,
 M2M100 or FSMT (fairseq's WMT19 models). The architecture is read from config.json.
 
     python scripts/import_hf.py downloads/opus-mt-en-de checkpoints/opus-mt-en-de

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Import an OPUS-MT (Marian) model in the Hugging Face format as an Attention Explorer checkpoint.
+r"""Import an OPUS-MT (Marian) model in the Hugging Face format as an Attention Explorer checkpoint.
 
     hf download Helsinki-NLP/opus-mt-en-de config.json generation_config.json model.safetensors \
         source.spm target.spm vocab.json tokenizer_config.json --local-dir downloads/opus-mt-en-de
