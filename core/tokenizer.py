@@ -68,8 +68,8 @@ class Tokenizer:
         if (folder / "merges.txt").exists():
             from core.tokenizer_moses import MosesBPETokenizer
             return MosesBPETokenizer.from_folder(folder)
-        raise FileNotFoundError(f"no tokenizer (spm.model, source.spm + target.spm, tokenizer.json or merges.txt) "
-                                f"in {folder}")
+        raise FileNotFoundError(f"no tokenizer in {folder}: no SentencePiece model (spm.model, or source.spm + "
+                                "target.spm), no tokenizer.json, no merges.txt")
 
     def save(self, folder) -> None:
         from core.checkpoint.atomic import atomic_write     # here: core.checkpoint imports this module
