@@ -18,5 +18,8 @@ R=(--data data/news-mix-its --run runs/news-mix-its --out runs/news-mix-its-out
    --clip 1.0 --threads 2 --max-tokens 3500 --warmup 600 --lr-scale 0.4 --precision bf16
    --valid-every 500 --valid-sentences 500 --bleu-sentences 500 --probe-every 500 --save-every-steps 500
    --no-progress)
-# 2026-12-04, the first segment: started 11:07, stopped by SIGTERM (a session's end plays that part here)
-timeout -s TERM 60m python scripts/train.py "${R[@]}" --max-steps 200000 || true
+# 2026-12-04, the first segment: 11:07-12:16, stopped by SIGTERM at step 37110 and evaluated
+# (python scripts/evaluate_candidate.py runs/news-mix-its-out: 16.28 / chrF 46.95, +1.56; Figure 3 not linked)
+timeout -s TERM 69m python scripts/train.py "${R[@]}" --max-steps 200000 || true
+# then resumed at 12:47 until the machine was handed back (its last save every 500 steps is where it goes on from)
+python scripts/train.py "${R[@]}" --max-steps 200000 --resume
