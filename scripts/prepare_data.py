@@ -25,14 +25,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
-import shutil
 import os
 import sys
 import unicodedata
 from collections import Counter
 from pathlib import Path
 
-from core.checkpoint.atomic import atomic_open, write_json
+from core.checkpoint.atomic import atomic_open, atomic_write, write_json
 from core.paths import portable, shared_data
 from scripts.data_mix import BACK, Selection, select
 
@@ -294,8 +293,7 @@ def keep_spm(model: Path, out: Path) -> Path:
                         f"models do.")
     for suffix in (".model", ".vocab"):
         if model.with_suffix(suffix).is_file():
-            shutil.copyfile(model.with_suffix(suffix), out / f".spm-tmp{suffix}")
-            os.replace(out / f".spm-tmp{suffix}", out / f"spm{suffix}")
+            atomic_write(out / f"spm{suffix}", model.with_suffix(suffix).read_bytes())
     return out / "spm.model"
 
 
