@@ -13,20 +13,22 @@ st.cache_data gives every call its own copy; st.cache_resource one object shared
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.checkpoints import UNTRAINED, CheckpointKey, checkpoint_key, checkpoint_names, checkpoints_dir, untrained_model
+from app.checkpoints import (UNTRAINED, CheckpointKey, checkpoint_key, checkpoint_names, checkpoints_dir,
+                             load_with_progress, untrained_model)
 from app.demo import DOMAINS, demo_sentences
 from app.figures.attention import ROW_PX, heatmap_figure
 from app.figures.qk import qk_scatter, small_multiples
 from app.figures.sdpa import collapse_table as sdpa_collapse_table
 from app.figures.style import PRESENTER, readable
 from app.figures.toy import cross_grid, loss_figure
-from core import CheckpointError, TranslationModel, load_checkpoint
+from core import CheckpointError, TranslationModel
 from core.checkpoint.snapshots import read_probes, snapshot_steps
 from core.studies import ablation, analysis, compare, pronouns, qk
 from core.studies import conllu
@@ -78,12 +80,48 @@ def progress_bar(start: str, doing: str):
 
 # ---- models and their attention ----
 
-@st.cache_resource(max_entries=4, show_spinner="Loading the model…")
+class LoadingBar:
+    """The progress(fraction, text) callback that load_with_progress reports to: a bar made at the first report
+    only (a model found in the cache reports nothing, so shows nothing) and emptied by close().
+
+    Its Streamlit calls run in the caller's context, copied before the cached loader starts: st.cache_resource
+    records every element made while its function runs and replays them on each later call, which would send the
+    bar's every step again on every rerun. Called from inside another cached function, the bar is recorded with
+    that one's elements, as any element made there, and replayed emptied."""
+
+    def __init__(self, name: str):
+        self.name, self._caller, self._bar = name, contextvars.copy_context(), None
+
+    def __call__(self, done: float, text: str) -> None:
+        self._caller.run(self._show, done, f"Loading '{self.name}': {text}")
+
+    def _show(self, done: float, text: str) -> None:
+        if self._bar is None:
+            self._bar = st.progress(done, text=text)
+        else:
+            self._bar.progress(done, text=text)
+
+    def close(self) -> None:
+        """Empty the bar, if there is one (after the model is loaded, or failed to)."""
+        if self._bar is not None:
+            self._caller.run(self._bar.empty)
+
+
 def load_model(key: CheckpointKey) -> TranslationModel:
-    """One version of a checkpoint's model, loaded once per process; raises CheckpointError."""
+    """One version of a checkpoint's model, loaded once per process with a progress bar; raises CheckpointError,
+    also when it would not fit in the memory left (app.checkpoints.load_with_progress)."""
+    bar = LoadingBar(key.name)
+    try:
+        return _load_model(key, bar)
+    finally:
+        bar.close()
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)      # the bar says it (LoadingBar)
+def _load_model(key: CheckpointKey, _progress: LoadingBar) -> TranslationModel:
     if key.name == UNTRAINED:
         return untrained_model()
-    return load_checkpoint(checkpoints_dir() / key.name)
+    return load_with_progress(checkpoints_dir() / key.name, _progress)
 
 
 def model_or_stop() -> tuple[CheckpointKey, TranslationModel]:
@@ -92,7 +130,7 @@ def model_or_stop() -> tuple[CheckpointKey, TranslationModel]:
     try:
         return key, load_model(key)
     except CheckpointError as e:
-        st.error(f"The checkpoint '{key.name}' cannot be loaded: {e}. Pick another in the sidebar.")
+        st.error(f"The checkpoint '{key.name}' cannot be loaded: {str(e).rstrip('.')}. Pick another in the sidebar.")
         st.stop()
 
 
