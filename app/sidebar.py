@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from app.checkpoints import UNTRAINED, checkpoint_names, preferred_checkpoint
-from app.demo import DOMAINS, domain
+from app.checkpoints import UNTRAINED, checkpoint_names, describe_languages, preferred_checkpoint
+from app.demo import DOMAINS
 from app.page_header import compact_header
 from core import CheckpointError
 
@@ -43,16 +43,64 @@ def sidebar(prefer_domain: str | None = None) -> None:
 
 
 def card_captions(name: str, model) -> None:
-    """What the sidebar says of the loaded model: untrained or imported, its sizes, its data, its test scores."""
+    """What the sidebar says of the loaded model: untrained, or imported (from where, its languages, whom to
+    credit), its sizes, its training data as far as its card tells, its test scores."""
     card = model.card
     if name == UNTRAINED:
         st.warning("No trained checkpoint is loaded: this model is freshly initialised, "
                    "so its attention patterns are random.")
-    elif not card.trained_here:
-        st.info(f"Imported, not trained here: {card.source or 'see its card'}.")
+    elif is_imported(card):
+        st.info(f"Imported, not trained here: {origin(card)}.")
+        for line in imported_captions(card):
+            st.caption(line)
     cfg = model.cfg
     st.caption(f"N={cfg.N} encoder / {cfg.N_dec} decoder layers, h={cfg.h} heads, d_model={cfg.d_model}")
-    if name != UNTRAINED:
-        st.caption(f"Trained on {DOMAINS[domain(card)][0]}: it translates such sentences best.")
-    if card.test:
-        st.caption("Test: " + ", ".join(f"{k} {v}" for k, v in card.test.items() if isinstance(v, (int, float))))
+    if name != UNTRAINED and (line := trained_on(card)):
+        st.caption(line)
+    if scores := scores_line(card):
+        st.caption("Test: " + scores)
+
+
+def _text(value) -> str | None:
+    """A card's field as text, or None when it is missing, empty or not text (a hand-edited card)."""
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def is_imported(card) -> bool:
+    """Whether a card is an imported model's (scripts/import_hf.py): not trained here, or naming its source."""
+    return not card.trained_here or _text(card.source) is not None
+
+
+def origin(card) -> str:
+    """Where an imported model came from: its card's source, else the folder it was imported from."""
+    imported_from = card.extra.get("imported_from")
+    folder = _text(imported_from.get("folder")) if isinstance(imported_from, dict) else None
+    return _text(card.source) or (f"from the folder {folder}" if folder else "its card does not say where from")
+
+
+def imported_captions(card) -> list[str]:
+    """The languages an imported model's card records and whom it credits (what the card leaves out, left out)."""
+    lines = []
+    if isinstance(card.extra.get("languages"), dict):
+        lines.append(f"Translates {describe_languages(card)}.")
+    if credit := _text(card.credit):
+        lines.append(f"Credit: {credit.rstrip('.')}.")
+    return lines
+
+
+def trained_on(card) -> str | None:
+    """What a model trained here was trained on, as far as its card tells: its demo domain, else its data folder;
+    None for an imported model or a card that names neither (no guess from the checkpoint's name)."""
+    if is_imported(card):
+        return None
+    demo = card.demo if isinstance(card.demo, dict) else {}
+    if demo.get("domain") in DOMAINS:
+        return f"Trained on {DOMAINS[demo['domain']][0]}: it translates such sentences best."
+    folder = _text(card.data_name)
+    return f"Trained on the data in {folder}." if folder else None
+
+
+def scores_line(card) -> str:
+    """'bleu 27.3, chrf 55.1': the numbers of the card's test section ("" when it has none)."""
+    test = card.test if isinstance(card.test, dict) else {}
+    return ", ".join(f"{k} {v}" for k, v in test.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
