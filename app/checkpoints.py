@@ -162,6 +162,12 @@ def memory_problem(folder) -> str | None:
             "(docs/importing.md lists the sizes).")
 
 
+def _megabytes(n: int) -> str:
+    """A byte count in MB for a progress text, to two digits at least (a tiny model is not "0 of 0 MB")."""
+    mb = n / 2**20
+    return f"{mb:,.{2 if mb < 1 else 1 if mb < 10 else 0}f}"
+
+
 def load_with_progress(folder, progress=None) -> TranslationModel:
     """load_checkpoint(folder), refused first with memory_problem's message (a CheckpointError) when it would not
     fit. progress: None, or a function of (fraction done, text), told while the weights are read from disk (the long
@@ -175,7 +181,7 @@ def load_with_progress(folder, progress=None) -> TranslationModel:
         with open(weights, "rb") as f:
             for chunk in iter(lambda: f.read(1 << 24), b""):
                 done += len(chunk)
-                text = f"Reading the weights: {done / 2**20:,.0f} of {size / 2**20:,.0f} MB…"
+                text = f"Reading the weights: {_megabytes(done)} of {_megabytes(size)} MB…"
                 progress(0.8 * (done / max(size, 1)), text)
         progress(0.8, "Building the model…")
     model = load_checkpoint(folder)

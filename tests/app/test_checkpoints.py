@@ -45,6 +45,8 @@ def test_a_model_too_big_for_the_memory_left(tokenizer, tmp_path, monkeypatch):
     seen = []
     assert ck.load_with_progress(folder, lambda f, text: seen.append((f, text))).card.name == "tiny"
     assert seen[0][1].startswith("Reading the weights") and seen[-1] == (1.0, "Loaded.")
+    size = float(seen[0][1].split(" of ")[1].split(" MB")[0])
+    assert size > 0, seen[0][1]                          # a tiny model's size is not rounded away to "0 MB"
     assert [f for f, _ in seen] == sorted(f for f, _ in seen)
 
 
