@@ -63,7 +63,9 @@ def sentence_inputs(name: str, choices: dict[str, str]):
     translation, and under the translation a popover with the examples, the decoding and a translation of one's own
     (they are used less often than the sentence, and the first screen is for the map)."""
     left, right, more = st.columns([4, 4, 1.5])
-    src = left.text_area("Sentence to translate", key="src", height=BOX_HEIGHT,
+    # persist_state="session": Streamlit forgets a widget's value when a rerun does not draw it (another page's),
+    # and the student's sentence must still be there when they come back
+    src = left.text_area("Sentence to translate", key="src", height=BOX_HEIGHT, persist_state="session",
                          help="Press Ctrl+Enter or click outside the box to translate.")
     place = right.container(gap="xxsmall")     # the translation's box level with the sentence box
     with more:
@@ -77,7 +79,7 @@ def sentence_inputs(name: str, choices: dict[str, str]):
                             format_func=lambda b: "greedy" if b == 1 else "beam search (4 beams)",
                             help="Greedy takes the most likely word at each step; beam search keeps the 4 best "
                                  "partial translations, as in the paper.")
-            tgt = st.text_area("Your own translation (optional)", key="tgt", height=100,
+            tgt = st.text_area("Your own translation (optional)", key="tgt", height=100, persist_state="session",
                                help="Teacher forcing: the decoder reads your words instead of its own, so you can see "
                                     "where it looks while reading a translation you choose.")
     return src, tgt, beam, place

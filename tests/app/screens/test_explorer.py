@@ -205,3 +205,19 @@ def test_broken_checkpoint_shows_an_error_and_the_untrained_model_stays_pickable
     picker.set_value(UNTRAINED).run()
     assert_healthy(at)
     assert len(figures(at)) == 1
+
+
+def test_the_typed_sentence_and_translation_outlive_a_visit_to_another_page(new_app):
+    """Streamlit forgets the value of a widget a rerun does not draw: another page's run must not take the
+    student's sentence (or own translation) back to the checkpoint's default."""
+    at = new_app(SHORT, tgt="Ein Mann.")
+    typed, own = "Three children are playing football in the park.", "Drei Kinder spielen Fußball im Park."
+    at.text_area(key="src").input(typed).run()
+    at.text_area(key="tgt").input(own).run()
+    assert_healthy(at)
+    at.switch_page("screens/lr_schedule.py").run()
+    assert not at.exception and not at.text_area                     # the explorer's boxes are not drawn
+    at.switch_page("screens/explorer.py").run()
+    assert_healthy(at)
+    assert at.text_area(key="src").value == typed and at.text_area(key="tgt").value == own
+    assert "Fußball" in at.code[0].value                               # the maps are those of the kept sentences
