@@ -171,6 +171,19 @@ class FormChoice:
         return float(self.table.loc[self.table.form.map(is_feminine_form), "share"].sum())
 
 
+def shares(logp: np.ndarray) -> np.ndarray:
+    """Each form's share of the forms' total probability: a softmax over their log-probabilities.
+
+    Taken from the largest log-probability, so that it stays defined when every probability underflows to 0 (a
+    model sure of another word gives the forms log P of -1000 and below); equal shares when no form has a finite
+    log-probability, as nothing then tells them apart."""
+    finite = np.isfinite(logp)
+    if not finite.any():
+        return np.full(len(logp), 1.0 / len(logp))
+    p = np.where(finite, np.exp(logp - logp[finite].max()), 0.0)        # the largest is exp(0) = 1: no underflow
+    return p / p.sum()
+
+
 def form_probabilities(tm, src: str, tgt: str, pronoun: str = "its") -> FormChoice | None:
     """P(the decoder writes each form next | source, German words before the form); None if tgt has no form.
 
@@ -185,10 +198,10 @@ def form_probabilities(tm, src: str, tgt: str, pronoun: str = "its") -> FormChoi
     forms = [f.capitalize() if written[:1].isupper() else f for f in FORMS.get(pronoun, POSSESSIVES)]
     scores = tm.score(src, [f"{prefix} {f}".strip() for f in forms])
     # the form's pieces are the last ones before </s>: SentencePiece splits words independently
-    logp = np.array([s.logprobs[-1 - len(tm.tokenizer.encode(f, "tgt")): -1].sum() for s, f in zip(scores, forms)])
-    prob = np.exp(logp)
-    table = pd.DataFrame({"form": forms, "stem": [stem(f) for f in forms], "logprob": logp, "probability": prob,
-                          "share": prob / prob.sum()})
+    logp = np.array([s.logprobs[-1 - len(tm.tokenizer.encode(f, "tgt")): -1].sum() for s, f in zip(scores, forms)],
+                    dtype=np.float64)
+    table = pd.DataFrame({"form": forms, "stem": [stem(f) for f in forms], "logprob": logp,
+                          "probability": np.exp(logp), "share": shares(logp)})
     chosen = forms[int(np.argmax(logp))]
     table["chosen"] = table.form == chosen
     return FormChoice(prefix, written, i, table, chosen)

@@ -2,6 +2,7 @@
 import json
 import math
 import string
+import warnings
 from collections import Counter
 
 import numpy as np
@@ -13,6 +14,7 @@ import core
 from core.studies import paper_figures as pf
 from core.studies import pronouns as P
 from scripts import evaluate_pronouns
+from tests.helpers import stopping_model
 
 ITEMS = P.load_pronoun_set()
 ARTICLE = {"f": "die", "m": "der", "n": "das"}
@@ -218,6 +220,27 @@ def test_form_probabilities_are_the_next_word_probabilities(translation_model):
     assert list(it.table.form) == ["er", "es", "sie"] and it.written == "sie"
     assert P.form_probabilities(translation_model, src, "Die Bank erhöhte die Zinsen.") is None
 
+
+
+def test_shares_stay_defined_when_every_probability_underflows(tokenizer):
+    """A model sure of </s> (its logit 2000 above the rest) gives every form log P near -2000 a piece: exp() is 0
+    for all of them, yet their shares are still the softmax of their log-probabilities, without a warning."""
+    tm = core.TranslationModel(stopping_model(len(tokenizer), eos_bias=2000.0), tokenizer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                                 # "invalid value encountered in divide"
+        choice = P.form_probabilities(tm, "The bank raised its interest rates.", "Die Bank erhöhte ihre Zinsen.")
+        lean = choice.feminine_share
+    t = choice.table
+    assert (t.probability == 0).all() and (t.logprob < -1000).all()      # the case: nothing left to divide
+    assert np.isfinite(t.share).all() and t.share.sum() == pytest.approx(1.0)
+    expected = np.exp(t.logprob - t.logprob.max())
+    np.testing.assert_allclose(t.share, expected / expected.sum())
+    assert t.form[t.share.idxmax()] == choice.chosen and 0 <= lean <= 1
+
+
+def test_shares_of_forms_without_a_finite_log_probability():
+    np.testing.assert_allclose(P.shares(np.array([-np.inf, -np.inf])), [0.5, 0.5])     # nothing tells them apart
+    np.testing.assert_allclose(P.shares(np.array([-np.inf, np.log(0.25), np.log(0.75)])), [0.0, 0.25, 0.75])
 
 def test_the_sentence_test_and_where_the_model_looked(translation_model):
     item = ITEMS[0]
