@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+import langcodes
 import torch
 
 from app.demo import domain
@@ -80,8 +81,6 @@ def preferred_checkpoint(names: list[str], prefer_domain: str | None) -> str:
 
 # ---- imported models: which pages apply, and whether a big one fits in memory ----
 
-LANGUAGE_NAMES = {"en": "English", "de": "German"}
-ISO = {"eng": "en", "deu": "de", "ger": "de"}         # NLLB's eng_Latn, deu_Latn; M2M100 and Marian say en, de
 # page -> (the source language it needs, the target language it needs or None, why)
 NEEDS = {
     "paper_figures": ("en", None, "the paper's Figures 3-5 are English sentences, read by the encoder"),
@@ -96,14 +95,31 @@ def languages(card) -> tuple[str, str]:
     """(source, target) language of a checkpoint, as two-letter codes where known ('en', 'de'): an imported model's
     card records them; a model trained here translates English to German, as every one of this project does."""
     langs = card.extra.get("languages") if isinstance(card.extra.get("languages"), dict) else {}
-    codes = [str(langs.get(side) or default).split("_")[0].lower() for side, default in (("source", "en"),
-                                                                                           ("target", "de"))]
-    return tuple(ISO.get(c, c) for c in codes)
+    return tuple(language_code(langs.get(side) or default) for side, default in (("source", "en"), ("target", "de")))
+
+
+def language_code(tag) -> str:
+    """The shortest code of a language tag: NLLB's 'eng_Latn' and 'fra_Latn' -> 'en', 'fr' (langcodes knows ISO
+    639-1, -2 and -3); a tag it cannot read is kept as written, lower-case."""
+    code = str(tag).split("_")[0].lower()
+    try:
+        return langcodes.Language.get(code).language or code
+    except (ValueError, LookupError):
+        return code
+
+
+def language_name(code: str) -> str:
+    """'de' -> 'German' (langcodes' English name); the code itself for a language without one ('xx')."""
+    try:
+        language = langcodes.Language.get(code)
+    except (ValueError, LookupError):
+        return code
+    return language.display_name() if language.is_valid() else code
 
 
 def describe_languages(card) -> str:
-    """'English → German' (codes for languages without a name here: 'fr → en')."""
-    return " → ".join(LANGUAGE_NAMES.get(c, c) for c in languages(card))
+    """'English → German' (codes for languages without a name: 'xx → en')."""
+    return " → ".join(language_name(c) for c in languages(card))
 
 
 def page_problem(page: str, card) -> str | None:
@@ -115,7 +131,7 @@ def page_problem(page: str, card) -> str | None:
     have = languages(card)
     if have[0] == src and tgt in (None, have[1]):
         return None
-    need = LANGUAGE_NAMES[src] + (f" → {LANGUAGE_NAMES[tgt]}" if tgt else " on the source side")
+    need = language_name(src) + (f" → {language_name(tgt)}" if tgt else " on the source side")
     return (f"This page needs a model that translates {need}: {why}. This one translates "
             f"{describe_languages(card)}; pick another checkpoint in the sidebar.")
 

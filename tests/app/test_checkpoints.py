@@ -16,8 +16,10 @@ def card(source=None, target=None) -> Card:
 def test_languages_of_a_card():
     assert ck.languages(card()) == ("en", "de")                      # trained here: English -> German
     assert ck.languages(card("eng_Latn", "deu_Latn")) == ("en", "de")  # NLLB's codes
-    assert ck.languages(card("fra_Latn", "eng_Latn")) == ("fra", "en")
+    assert ck.languages(card("fra_Latn", "eng_Latn")) == ("fr", "en")
     assert ck.describe_languages(card("en", "de")) == "English → German"
+    assert ck.describe_languages(card("fra_Latn", "xx_Yyyy")) == "French → xx"   # a code without a name stays
+    assert ck.languages(card("ger", "deu")) == ("de", "de")                        # ISO 639-2 codes too
 
 
 @pytest.mark.parametrize("source, target, page, applies", [
@@ -52,3 +54,4 @@ def test_a_model_too_big_for_the_memory_left(tokenizer, tmp_path, monkeypatch):
 
 def test_memory_is_not_judged_without_weights(tmp_path):
     assert ck.memory_problem(tmp_path) is None
+

@@ -85,5 +85,5 @@ def test_what_counts_as_imported_and_what_its_card_adds():
     nllb = card(trained_here=False, source="nllb (NLLB-200)", credit="NLLB-200 by Meta AI.",
                 languages={"source": "eng_Latn", "target": "fra_Latn"})
     assert origin(nllb) == "nllb (NLLB-200)"
-    assert imported_captions(nllb) == ["Translates English → fra.", "Credit: NLLB-200 by Meta AI."]
+    assert imported_captions(nllb) == ["Translates English → French.", "Credit: NLLB-200 by Meta AI."]
     assert scores_line(card(test={"split": "test", "bleu": 27.3, "chrf": 55, "ok": True})) == "bleu 27.3, chrf 55"

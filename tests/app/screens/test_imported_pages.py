@@ -46,4 +46,4 @@ def test_pages_say_when_the_languages_do_not_fit(imported, monkeypatch, page, ap
     said = [i.value for i in at.info if "This page needs a model" in i.value]
     assert bool(said) != applies
     if said:
-        assert "English → German" in said[0] and "translates English → fra" in said[0]
+        assert "English → German" in said[0] and "translates English → French" in said[0]
