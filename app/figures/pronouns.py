@@ -5,6 +5,8 @@ Layers and heads are labelled from 1, as on every other page.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -40,12 +42,23 @@ def form_figure(table: pd.DataFrame, written: str | None = None, feminine_antece
             text=[f"{p:.1%}" for p in rows.probability], textposition="outside", cliponaxis=False,
             hovertemplate="%{x}: %{y:.2%}<extra></extra>"))
     top = float(table.probability.max()) if len(table) else 1.0
+    top = min(1.0, top * 1.25 + 0.02) if np.isfinite(top) else 1.0          # room for the labels above the bars
     fig.update_layout(title=dict(text=safe(title), x=0.0), barmode="group", bargap=0.25, plot_bgcolor="white",
                       height=420, margin=dict(l=60, r=10, t=90, b=80),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0.0))
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=labels, title="German form")
-    fig.update_yaxes(title="probability", tickformat=".0%", range=[0, min(1.0, top * 1.25 + 0.02)])
+    fig.update_yaxes(title="probability", range=[0, top], **percent_ticks(top))
     return fig
+
+
+def percent_ticks(top: float, n: int = 5) -> dict:
+    """Ticks from 0 to `top` every 1, 2 or 5 x 10^k (about n of them), written with as many decimals as that step
+    needs: Plotly's own ticks on a short axis, every 0.5%, printed as ".0%" would read 0%, 1%, 1%, 2%, 2%."""
+    raw = max(top, 1e-6) / n
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw * (1 - 1e-9))
+    decimals = max(0, -math.floor(math.log10(step * 100) + 1e-9))        # 0.5% -> 1 decimal, 2% -> none
+    return dict(tickmode="linear", tick0=0, dtick=step, tickformat=f".{decimals}%")
 
 
 def encoder_rows(view: AttentionView, word: int, layer: int):
