@@ -21,6 +21,8 @@ from core.tokenizer import display_pieces
 from core.views import position
 
 SCALED, UNSCALED = "scaled: softmax(q·k / √d_k)", "unscaled: softmax(q·k)"
+TITLE_PX = 15              # the matrices' titles: four figures share a row
+CAP_SHIFT = 0.7            # em: Plotly's baseline offset of a top-anchored line of text (its alignment constant)
 
 
 def attention_steps(q, k, v) -> dict[str, np.ndarray]:
@@ -46,13 +48,25 @@ def matrix_figure(m: np.ndarray, title: str, rows: list[str], cols: list[str], c
                                hovertemplate="%{y}, %{x}: %{z:.4f}<extra></extra>"))
     # the column labels sit on top (like a matrix written on paper), so the title goes above them: pinned
     # to the top of the figure, wrapped to a quarter of a page, with the top margin grown to hold both
-    title = fit_title(title, 220, size=15)
-    top = 45 + 22 * (title.count("<br>") + 1)
-    fig.update_layout(title=dict(text=title, font_size=15, yref="container", y=1.0, yanchor="top", pad=dict(t=10)),
-                      height=top + 20 + 38 * len(rows), margin=dict(l=10, r=10, t=top, b=10))
+    title = fit_title(title, 220, size=TITLE_PX)
+    lines = title.count("<br>") + 1
+    top = 45 + 22 * lines                       # 22 px a line of 15 px type (Plotly spaces them 1.3 em: 19.5)
+    height = top + 20 + 38 * len(rows)
+    fig.update_layout(title=dict(text=title, font_size=TITLE_PX, yref="container", y=1.0 - title_drop(lines) / height,
+                                 yanchor="top", pad=dict(t=10)),
+                      height=height, margin=dict(l=10, r=10, t=top, b=10))
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category", side="top")
     return fig
+
+
+def title_drop(lines: int, size: float = TITLE_PX) -> float:
+    """Pixels to lower a top-anchored title of `lines` lines so that its first line sits where a one-line title does.
+
+    Plotly puts a one-line title's baseline 0.7 em (its cap height) below the anchor, but gives each line of a
+    multi-line title its own y at the anchor itself: the first line's letters would stick out above the figure.
+    Given as a share of the height, the drop grows with the fonts and the height in presenter mode."""
+    return CAP_SHIFT * size if lines > 1 else 0.0
 
 
 def random_query_keys(d_k: int, n_keys: int = 10, seed: int = 0, trials: int = 1):
