@@ -10,8 +10,13 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from app.figures.style import sizes
 from app.figures.tokens import COLORSCALE, safe
 from core.studies.toy_task import encode, expected_columns, target_digits, tokens
+
+LINE_SPACING = 1.3         # em: Plotly's distance between the lines of a text
+GLYPH = 0.6                # em: the width of a character of tick labels, generously
+GAP = 8                    # px between a text and the next one
 
 
 def example_tokens(task: str, digits: str) -> tuple[list[str], list[str]]:
@@ -40,11 +45,14 @@ def cross_grid(cross: np.ndarray, task: str, digits: str, hits: np.ndarray, titl
     n_layers, h, T, S = cross.shape
     rows, cols = example_tokens(task, digits)
     n = len(digits)
-    names = [f"layer {layer + 1}, head {head + 1}: {round(hits[layer, head] * n)} of {n} on target"
+    # two short lines a head: side by side in a page's column, one line each would run into the next head's
+    names = [f"layer {layer + 1}, head {head + 1}:<br>{round(hits[layer, head] * n)} of {n} on target"
              for layer in range(n_layers) for head in range(h)]
-    height = 70 + n_layers * (T * cell + 60)
+    room = grid_room(max(len(c) for c in cols))
+    plot = n_layers * T * cell + (n_layers - 1) * room["between"]          # px: the maps and the gaps between rows
     fig = make_subplots(n_layers, h, subplot_titles=names, horizontal_spacing=0.1,
-                        vertical_spacing=60 / height)
+                        vertical_spacing=room["between"] / plot if n_layers > 1 else 0.0)
+    fig.update_annotations(font_size=sizes()["base"])        # explicit: presenter mode scales it with the room
     want = expected_columns(task, n)
     for layer in range(n_layers):
         for head in range(h):
@@ -61,9 +69,21 @@ def cross_grid(cross: np.ndarray, task: str, digits: str, hits: np.ndarray, titl
                      showgrid=False, zeroline=False, constrain="domain")
     for i in range(n_layers * h):            # each y axis keeps square cells with its own x axis
         fig.layout[f"yaxis{i + 1 if i else ''}"].scaleanchor = f"x{i + 1 if i else ''}"
-    fig.update_layout(title=dict(text=safe(title), x=0.0), height=height, margin=dict(l=10, r=10, t=70, b=10),
+    fig.update_layout(title=dict(text=safe(title), x=0.0, yref="container", y=1.0, yanchor="top", pad=dict(t=10)),
+                      height=round(room["top"] + plot + 10), margin=dict(l=10, r=10, t=room["top"], b=10),
                       plot_bgcolor="white")
     return fig
+
+
+def grid_room(label_chars: int, title_lines: int = 2) -> dict[str, float]:
+    """Pixels the grid keeps for text, from the type sizes (presenter mode multiplies fonts, margins and height
+    alike, so these hold there too): "between", a row's tick labels, then the heads' titles of the row below; "top",
+    the figure's one-line title, then the first row's titles. The tick labels may stand on end when a narrow map has
+    no room for them side by side: label_chars, the longest one's length, sets their room."""
+    s = sizes()
+    heads = title_lines * LINE_SPACING * s["base"]
+    labels = max(LINE_SPACING, GLYPH * label_chars) * s["tick"] + GAP
+    return {"between": labels + heads + GAP, "top": 10 + LINE_SPACING * s["title"] + heads + GAP}
 
 
 def progress_text(step: int, total: int, seconds: float, started_by: str, running: bool, stopped_by: str | None) -> str:
