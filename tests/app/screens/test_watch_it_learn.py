@@ -38,6 +38,16 @@ def progress(at: AppTest) -> str:
     return bars[0].proto.text if bars else ""
 
 
+def watcher(wait_s: float = 30.0) -> AppTest:
+    """Another session opening the page once the run has reported its first step (a busy machine takes longer)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        at = ok(AppTest.from_file(PAGE, default_timeout=60).run())
+        if " · step " in progress(at) or time.monotonic() > deadline:
+            return at
+        time.sleep(0.25)
+
+
 def test_a_run_is_started_watched_by_another_session_and_stopped_by_its_starter(short_runs):
     teacher = ok(AppTest.from_file(PAGE, default_timeout=60).run())
     assert any("No run yet" in i.value for i in teacher.info)
@@ -45,8 +55,7 @@ def test_a_run_is_started_watched_by_another_session_and_stopped_by_its_starter(
     teacher.button(key="toy_start").click().run()
     ok(teacher)
     assert teacher.button(key="toy_start").disabled and not teacher.button(key="toy_stop").disabled
-    time.sleep(1.5)
-    student = ok(AppTest.from_file(PAGE, default_timeout=60).run())          # another session: the same run
+    student = watcher()                                                      # another session: the same run
     assert student.button(key="toy_start").disabled and student.button(key="toy_stop").disabled
     assert progress(student).startswith("Started by Ms Smith · step ") and "training" in progress(student)
     assert len(student.get("plotly_chart")) == 2                             # the loss and the cross-attention
