@@ -406,7 +406,7 @@ def toy_figures(run_id: str, step: int, presenter: bool, _run: toy_task.LiveRun,
     done = [s for s in _snapshots if s.loss is not None]
     loss = loss_figure([s.step for s in done], [s.loss for s in done], toy_task.expected_loss_floor(cfg), cfg.steps)
     grid = cross_grid(last.cross, cfg.task, cfg.example, last.hits,
-                      f"Cross-attention at step {last.step}: where each step that writes a digit looks")
+                      f"Cross-attention at step {last.step}")   # the page's caption says what to look for
     return readable(loss, presenter), readable(grid, presenter)
 
 
