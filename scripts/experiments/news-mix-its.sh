@@ -21,5 +21,15 @@ R=(--data data/news-mix-its --run runs/news-mix-its --out runs/news-mix-its-out
 # 2026-12-04, the first segment: 11:07-12:16, stopped by SIGTERM at step 37110 and evaluated
 # (python scripts/evaluate_candidate.py runs/news-mix-its-out: 16.28 / chrF 46.95, +1.56; Figure 3 not linked)
 timeout -s TERM 69m python scripts/train.py "${R[@]}" --max-steps 200000 || true
-# then resumed at 12:47 until the machine was handed back (its last save every 500 steps is where it goes on from)
+# then resumed at 12:47 until the machine was handed back (its last save every 500 steps is where it goes on from),
+# and on 2026-12-04 at 13:16 from the save at step 37500, until SIGTERM at step 39329:
+timeout -s TERM 50m python scripts/train.py "${R[@]}" --max-steps 200000 --resume || true
+# A cool-down on a branch, so that the long run goes on un-cooled: the run and out folders copied, then 2,000 steps
+# to a learning rate of 0 (evaluated: 17.36 BLEU, +2.64; both figure links lost; docs/experiments.md)
+rm -rf runs/news-mix-its-cool runs/news-mix-its-cool-out
+cp -r runs/news-mix-its runs/news-mix-its-cool && cp -r runs/news-mix-its-out runs/news-mix-its-cool-out
+python scripts/train.py "${R[@]}" --run runs/news-mix-its-cool --out runs/news-mix-its-cool-out \
+    --resume --max-steps 41329 --cooldown 2000              # (the last --run and --out are the ones taken)
+python scripts/evaluate_candidate.py runs/news-mix-its-cool-out --json runs/news-mix-its-cool-review.json
+# The long run goes on from step 39329
 python scripts/train.py "${R[@]}" --max-steps 200000 --resume
