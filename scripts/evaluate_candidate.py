@@ -51,7 +51,8 @@ def parse_args(argv=None):
 
 
 def figure_links(tm) -> dict:
-    """Figure number -> {"linked", "layer", "head", "score"} of the best head (layer and head counted from 1), or
+    """Figure number -> {"linked", "layer", "head", "score", "others"} of the best head (layer and head counted from 1;
+    "others": what the sentence's other words give the same words, the selectivity rule's yardstick), or
     {"linked": None, "problem"} where the paper's words cannot be found (a tokenizer that lacks their letters)."""
     out = {}
     for number in LINKED_FIGURES:
@@ -63,7 +64,8 @@ def figure_links(tm) -> dict:
             continue
         best = found.best
         out[number] = {"linked": bool(found.linked), "layer": int(best["layer"]) + 1, "head": int(best["head"]) + 1,
-                       "score": round(float(best["score"]), 3), "threshold": found.threshold}
+                       "score": round(float(best["score"]), 3), "others": round(float(best["others"]), 3),
+                       "threshold": found.threshold}
     return out
 
 

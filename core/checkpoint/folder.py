@@ -75,19 +75,25 @@ def load_model(folder, device="cpu") -> Transformer:
     except Exception as e:  # safetensors raises its own error type for truncated or garbage files
         raise CheckpointError(f"{weights} could not be read: it is truncated or not a safetensors file "
                               f"({e}).") from None
-    model = Transformer(cfg)
+    model = fill_model(Transformer(cfg), state, f"{weights} does not match {folder}/config.json")
+    return model.to(device).eval()
+
+
+def fill_model(model: Transformer, state: dict, mismatch: str) -> Transformer:
+    """Put weights saved by this project (unique_state_dict's names: tied weights once) into model, as float32;
+    a CheckpointError that starts with `mismatch` when their names or shapes are not the model's."""
     expected = {k: v.shape for k, v in unique_state_dict(model).items()}
     missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
     wrong = [f"{k}: file {tuple(state[k].shape)}, config {tuple(expected[k])}"
              for k in expected if k in state and state[k].shape != expected[k]]
     if missing or unexpected or wrong:
         raise CheckpointError(
-            f"{weights} does not match {folder}/config.json: "
+            f"{mismatch}: "
             + "; ".join(filter(None, [missing and f"missing {missing[:5]}",
                                       unexpected and f"unexpected {unexpected[:5]}",
                                       wrong and "wrong shapes " + ", ".join(wrong[:5])])))
     model.load_state_dict({k: v.float() for k, v in state.items()}, strict=False)
-    return model.to(device).eval()
+    return model
 
 
 def load_checkpoint(folder, device="cpu"):

@@ -1,0 +1,50 @@
+"""scripts/figure_links.py: the Figure 3 and 4 verdicts of a checkpoint and of each save of its run, one line each."""
+import pytest
+from safetensors.torch import save_file
+
+import core
+from core.checkpoint import unique_state_dict
+from scripts import figure_links as fl
+from scripts.evaluate_candidate import figure_links
+from tests.helpers import stopping_model
+
+
+@pytest.fixture(scope="module")
+def run(tokenizer, tmp_path_factory):
+    """(checkpoint, saves folder): a tiny random model that can spell the paper's sentences, and two saves of other
+    random weights of its shape."""
+    root = tmp_path_factory.mktemp("figure-links")
+    core.save_checkpoint(root / "out", stopping_model(len(tokenizer), seed=0), tokenizer, {"name": "out"})
+    (root / "saves").mkdir()
+    for step, seed in ((100, 1), (200, 2)):
+        weights = {k: v.contiguous() for k, v in unique_state_dict(stopping_model(len(tokenizer), seed=seed)).items()}
+        save_file(weights, str(root / "saves" / f"step_{step:07d}.safetensors"))
+    return root / "out", root / "saves"
+
+
+def test_each_save_is_scored_with_its_own_weights(run, capsys):
+    checkpoint, saves = run
+    rows = fl.main([str(checkpoint), "--saves", str(saves), "--no-progress"])
+    assert [r["weights"] for r in rows] == ["out", "step_0000100.safetensors", "step_0000200.safetensors"]
+    assert rows[0]["figures"] == figure_links(core.load_checkpoint(checkpoint))
+    scores = [(r["figures"][3]["score"], r["figures"][4]["score"]) for r in rows]
+    assert len(set(scores)) == 3                                     # three different sets of weights
+    for r in rows:
+        for f in r["figures"].values():
+            assert f["linked"] in (True, False) and 0 <= f["others"] <= 1 and 0 <= f["score"] <= 1
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("out: Figure 3: layer ") and " / others " in printed[0]
+    assert printed[-1].startswith("step_0000200.safetensors: ") and "| Figure 4: layer " in printed[-1]
+    assert [r["weights"] for r in fl.main([str(checkpoint), "--saves", str(saves), "--last", "1",
+                                           "--no-progress"])] == ["out", "step_0000200.safetensors"]
+
+
+def test_a_save_of_another_model_or_no_saves_is_a_readable_error(run, tokenizer, tmp_path, capsys):
+    checkpoint, _ = run
+    other = {k: v.contiguous() for k, v in
+             unique_state_dict(stopping_model(len(tokenizer), seed=3, d_ff=8)).items()}
+    save_file(other, str(tmp_path / "step_0000300.safetensors"))
+    with pytest.raises(SystemExit, match=r"step_0000300.safetensors does not match .*wrong shapes"):
+        fl.main([str(checkpoint), "--saves", str(tmp_path), "--no-progress"])
+    with pytest.raises(SystemExit, match="There are no weight saves"):
+        fl.main([str(checkpoint), "--saves", str(tmp_path / "nowhere"), "--no-progress"])
