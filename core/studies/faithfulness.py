@@ -84,10 +84,10 @@ class Faithfulness:
 
 
 def sentence_ids(tm, c: Contributions, translation: str) -> tuple[list, list]:
-    """The source and target ids of a teacher-forced result, checked against its pieces."""
+    """The source and target ids of a teacher-forced result (an NLLB or M2M100 model's language tokens included, as
+    the translator feeds them), checked against its pieces."""
     tok, cfg = tm.tokenizer, tm.cfg
-    src_ids = tok.encode(c.result.src, "src") + [cfg.eos_id]
-    tgt_ids = tok.encode(clean_text(translation), "tgt")
+    src_ids, tgt_ids = tm.source_ids(c.result.src), tm.target_ids(translation)
     if tok.pieces(src_ids, "src") != c.result.src_tokens or tok.pieces(tgt_ids + [cfg.eos_id], "tgt") != \
             c.result.out_tokens:
         raise ValueError("its pieces cannot be matched to ids again")

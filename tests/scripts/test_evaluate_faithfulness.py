@@ -99,3 +99,19 @@ def test_script_errors_are_worded(checkpoint, tmp_path, capsys):
     assert "No dev split" in capsys.readouterr().err
     assert script.main([str(checkpoint), "--sentences", "0", "--no-progress"]) == 1
     assert "at least 1" in capsys.readouterr().err
+
+
+def test_an_nllb_models_language_tokens_are_fed_as_the_translator_feeds_them(tmp_path):
+    """NLLB reads [language token] + pieces + </s> and writes [language token] + pieces: the erasure test's ids are
+    those, so that nothing removed gives the model's own score (not a sentence skipped as unmatched)."""
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-dev.txt)")
+    from scripts.import_hf import import_model
+    from tests.scripts.hf_models import build_m2m100
+    import_model(build_m2m100(tmp_path / "nllb-tiny", "nllb", max_positions=256), tmp_path / "nllb",
+                 src_lang="eng_Latn", tgt_lang="deu_Latn")
+    tm = core.load_checkpoint(tmp_path / "nllb")
+    src, tgt = "a man in a blue shirt", "ein Mann in einem blauen Hemd"
+    src_ids, tgt_ids = fa.sentence_ids(tm, contributions(tm, src, tgt), tgt)
+    assert src_ids[0] == tm.cfg.src_prefix_id and tgt_ids[0] == tm.cfg.tgt_prefix_id
+    lp = fa.masked_logprobs(tm, src_ids, tgt_ids, [set()])
+    np.testing.assert_allclose(lp[0], tm.score(src, tgt).logprobs, atol=1e-4)
