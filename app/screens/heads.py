@@ -8,7 +8,7 @@ Only the open tab runs (lazy tabs, at the bottom). Layers and heads are shown fr
 import streamlit as st
 
 from app import cache
-from app.checkpoints import UNTRAINED, checkpoint_key, checkpoint_names
+from app.checkpoints import UNTRAINED, checkpoint_key, checkpoint_names, page_problem
 from app.demo import default_sentence, domain
 from app.display import show_figure
 from app.figures import heads as figs
@@ -71,6 +71,15 @@ def ablation_tab(ckpt, model, default: str) -> None:
         c1.text(normal)
         c2.markdown(f"**Without {len(chosen)} head{'s' * (len(chosen) != 1)}**")
         c2.text(without if chosen else "(pick heads above to switch them off)")
+    if problem := page_problem("ablation_bleu", model.card):       # an imported model of other languages
+        st.info(problem.replace("This page needs", "The BLEU change needs"))
+        return
+    bleu_change(ckpt, model, chosen)
+
+
+def bleu_change(ckpt, model, chosen: list) -> None:
+    """The ablation tab's measurements: BLEU without the chosen heads, and a sweep over one layer's heads."""
+    cfg = model.cfg
     n_dev = int(st.number_input("Sentences for BLEU", 4, 200, 30, step=2, key="heads_dev_n", persist_state=KEEP,
                                 help="More sentences: a more reliable BLEU, and a slower measurement."))
     sources, references, origin = cache.dev_slice(ckpt, n_dev)

@@ -24,10 +24,11 @@ def imported(tmp_path_factory):
     return root / "checkpoints"
 
 
-def run(page: str, checkpoint: str, folder, monkeypatch) -> AppTest:
+def run(page: str, checkpoint: str, folder, monkeypatch, **state) -> AppTest:
     monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(folder))
     at = AppTest.from_file(str(PAGES / f"{page}.py"), default_timeout=120)
-    at.session_state["checkpoint"] = checkpoint
+    for key, value in {"checkpoint": checkpoint, **state}.items():
+        at.session_state[key] = value
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -45,5 +46,15 @@ def test_pages_say_when_the_languages_do_not_fit(imported, monkeypatch, page, ap
     at = run(page, "nllb-en-fr", imported, monkeypatch)
     said = [i.value for i in at.info if "This page needs a model" in i.value]
     assert bool(said) != applies
+    if said:
+        assert "English → German" in said[0] and "translates English → French" in said[0]
+
+
+@pytest.mark.parametrize("checkpoint, applies", [("nllb-en-fr", False), ("fsmt-tiny", True)])
+def test_the_heads_pages_bleu_change_needs_english_to_german(imported, monkeypatch, checkpoint, applies):
+    at = run("heads", checkpoint, imported, monkeypatch, heads_tab="Switch heads off")   # lazy tabs: this one open
+    said = [i.value for i in at.info if i.value.startswith("The BLEU change needs a model")]
+    measures = [b for b in at.button if b.key in ("heads_measure", "heads_sweep_go")]
+    assert (not said, len(measures)) == ((True, 2) if applies else (False, 0))
     if said:
         assert "English → German" in said[0] and "translates English → French" in said[0]
