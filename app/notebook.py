@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 
 from app.checkpoints import checkpoints_dir, load_with_progress
 from app.figures import style
-from app.figures.attention import head_view_figure, heatmap_figure, model_view_figure
+from app.figures.attention import COL_TITLES, ROW_TITLES, head_view_figure, heatmap_figure, model_view_figure
 from app.figures.contributions import source_share_figure
 from app.figures.paper import figure_set, find_heads
 from core import TranslationModel
@@ -70,7 +70,7 @@ def head_map(tm: TranslationModel, src: str, tgt: str | None = None, kind: str =
     L, H = v.maps.shape[:2]
     li, hi = _index(L, layer, "layer"), _index(H, head, "head")
     return heatmap_figure(v.maps[li, hi], v.rows, v.cols, f"{KINDS[kind]}, layer {layer} of {L}, head {head} of {H}",
-                          zmax=zmax)
+                          zmax=zmax, row_title=ROW_TITLES[kind], col_title=COL_TITLES[kind])
 
 
 def model_view(tm: TranslationModel, src: str, tgt: str | None = None, kind: str = "enc_self", words: bool = False,

@@ -19,6 +19,13 @@ SCREEN_WIDTH = 820         # px: what a stretched figure gets beside the sidebar
 ROW_PX, MIN_ROW_PX = 28, 14  # px: the most and the least a heatmap's row gets (before presenter mode's x1.5)
 
 
+# Each kind of map's axis titles: what a row and a column of it are (the explorer's and the notebook's maps)
+ROW_TITLES = {"enc_self": "attending source token", "dec_self": "decoder step (the token it writes)",
+              "cross": "decoder step (the token it writes)"}
+COL_TITLES = {"enc_self": "attended source token", "dec_self": "tokens already read by the decoder",
+              "cross": "source token"}
+
+
 def heatmap_figure(attn: np.ndarray, rows: list[str], cols: list[str], title: str = "",
                    zmax: float | None = None, row_title: str = "attending (query)",
                    col_title: str = "attended (key)", text_scale: float = 1.0,

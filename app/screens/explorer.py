@@ -14,7 +14,7 @@ from app import cache
 from app import weights as show_weights
 from app.demo import default_sentence, examples
 from app.display import clicked_numbers, show_figure
-from app.figures.attention import head_view_figure, heatmap_from_frame, model_view_figure
+from app.figures.attention import COL_TITLES, ROW_TITLES, head_view_figure, heatmap_from_frame, model_view_figure
 from app.sidebar import presenter_mode
 from app.text import md_escape
 from app.words import words_note, words_toggle
@@ -27,10 +27,6 @@ BOX_HEIGHT = 80        # px: the sentence box and the translation, two lines of 
 # ~26 px rows for 19.5 px labels, the least that keeps them apart from the back of a room.
 MAP_ROW_PX, PRESENTER_MAP_ROW_PX = 22, 14
 VIEWS = {"one": "One head", "grid": "All heads", "lines": "Head view (lines)"}
-ROW_TITLES = {"enc_self": "attending source token", "dec_self": "decoder step (the token it writes)",
-              "cross": "decoder step (the token it writes)"}
-COL_TITLES = {"enc_self": "attended source token", "dec_self": "tokens already read by the decoder",
-              "cross": "source token"}
 
 
 def use_example(key: str, choices: dict[str, str]):

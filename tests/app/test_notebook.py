@@ -30,8 +30,12 @@ def test_importing_it_starts_no_streamlit():
 def test_a_head_map_is_the_apps_figure_for_that_head(tm):
     v = tm.attend(SRC).view("enc_self")
     fig = nb.head_map(tm, SRC, layer=2, head=3)
-    want = heatmap_figure(v.maps[1, 2], v.rows, v.cols, "Encoder self-attention, layer 2 of 2, head 3 of 4", zmax=1.0)
+    want = heatmap_figure(v.maps[1, 2], v.rows, v.cols, "Encoder self-attention, layer 2 of 2, head 3 of 4", zmax=1.0,
+                          row_title="attending source token", col_title="attended source token")  # the explorer's
     assert fig.to_plotly_json() == want.to_plotly_json()
+    cross = nb.head_map(tm, SRC, kind="cross")
+    assert (cross.layout.yaxis.title.text, cross.layout.xaxis.title.text) == ("decoder step (the token it writes)",
+                                                                              "source token")
     grid = nb.model_view(tm, SRC, kind="cross")
     c = tm.attend(SRC).view("cross")
     assert grid.to_plotly_json() == model_view_figure(c.maps, c.rows, c.cols, "Encoder-decoder attention",
