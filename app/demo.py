@@ -36,10 +36,16 @@ def _demo(card: Card | dict | None) -> dict:
     return demo if isinstance(demo, dict) else {}
 
 
+def declared_domain(card: Card | dict | None) -> str | None:
+    """The demo domain the card itself names ('captions' or 'news'), or None when it names none we know."""
+    named = _demo(card).get("domain")
+    return named if named in DOMAINS else None
+
+
 def domain(card: Card | dict | None) -> str:
     """'captions' or 'news': the card's demo domain, else guessed from the name of its training data."""
-    if _demo(card).get("domain") in DOMAINS:
-        return _demo(card)["domain"]
+    if named := declared_domain(card):
+        return named
     card = as_card(card)
     where = f"{card.data_name or ''} {card.prep_report.get('corpus', '')} {card.name}".lower()
     return next((d for key, d in GUESSES.items() if key in where), "news")

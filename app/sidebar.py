@@ -6,7 +6,7 @@ import streamlit as st
 
 from app import cache
 from app.checkpoints import UNTRAINED, checkpoint_names, describe_languages, preferred_checkpoint
-from app.demo import DOMAINS
+from app.demo import DOMAINS, declared_domain
 from app.page_header import compact_header
 from core import CheckpointError
 
@@ -93,9 +93,8 @@ def trained_on(card) -> str | None:
     None for an imported model or a card that names neither (no guess from the checkpoint's name)."""
     if is_imported(card):
         return None
-    demo = card.demo if isinstance(card.demo, dict) else {}
-    if demo.get("domain") in DOMAINS:
-        return f"Trained on {DOMAINS[demo['domain']][0]}: it translates such sentences best."
+    if named := declared_domain(card):
+        return f"Trained on {DOMAINS[named][0]}: it translates such sentences best."
     folder = _text(card.data_name)
     return f"Trained on the data in {folder}." if folder else None
 
