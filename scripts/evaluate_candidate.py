@@ -45,6 +45,8 @@ def parse_args(argv=None):
     p.add_argument("--limit", type=int, default=0, help="translate only the first N test sentences (a quick look; "
                                                         "no verdict unless the shipped was scored on as many)")
     p.add_argument("--json", metavar="FILE", help="also write the review to FILE")
+    p.add_argument("--data", help="the candidate's prepared data, where its card's folder is not on this machine "
+                                  "(a run trained on a lent GPU)")
     cli.add_threads(p)
     cli.add_progress(p)
     return p.parse_args(argv)
@@ -120,6 +122,7 @@ def review(args) -> dict:
     same, mine = both["shipped"]["test"], read_card(folder).test or {}
     if not (args.reuse_test and not args.limit and all(mine.get(k) == same.get(k) for k in SAME_TEST)):
         common = ["--split", "test", "--threads", str(args.threads)] + (["--no-progress"] if args.no_progress else [])
+        common += ["--data", args.data] if args.data else []
         if same.get("beam") is not None:           # decode as the shipped score was decoded
             common += ["--beam", str(same["beam"]), "--alpha", str(same["alpha"])]
         evaluate.evaluate(evaluate.parse_args([str(folder), *common, "--limit", str(args.limit)]))

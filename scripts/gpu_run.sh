@@ -36,13 +36,20 @@ export PYTHONUNBUFFERED=1
 
 mkdir -p "$WORK" "$OUT"
 exec > >(tee -a "$OUT/gpu_run.log") 2>&1
+# a lent machine starts bare: install the project itself (no downloads: its packages are there already)
+python -c "import core" 2>/dev/null || python -m pip install -q --no-deps --no-build-isolation -e .
 python -c "import torch; print('torch', torch.__version__, '| CUDA:', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none, running on the CPU')"
 
 if [ -f "$DATA" ] && [[ "$DATA" == *.tar.xz ]]; then       # packed by scripts/pack_data.py: unpack it
-    mkdir -p "$WORK/unpacked"
-    NAME_IN=$(tar -tJf "$DATA" | head -n 1 | cut -d/ -f1)
+    # no `tar -t | head` here: under pipefail, head closing the pipe early kills tar and with it this script
+    rm -rf "$WORK/unpacked" && mkdir -p "$WORK/unpacked"
     tar -xJf "$DATA" -C "$WORK/unpacked"
-    DATA="$WORK/unpacked/$NAME_IN"
+    inner=("$WORK/unpacked"/*/)
+    if [ "${#inner[@]}" -ne 1 ] || [ ! -d "${inner[0]}" ]; then
+        echo "gpu_run: $DATA should hold one folder (as scripts/pack_data.py makes it)" >&2
+        exit 2
+    fi
+    DATA="${inner[0]%/}"
 fi
 if [ ! -f "$DATA/spm.model" ]; then
     if [ ! -f "$DATA/train.en" ]; then

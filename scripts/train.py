@@ -158,7 +158,10 @@ def main(argv=None):
     probes = Probes(args, tokenizer, model) if (args.probe_every and main_proc and args.out) else None
     log = JsonlLog(run / "train_log.jsonl", info["step"]) if main_proc else None
     if main_proc:
+        # start_step: where this process began (a warm start's or a resume's step), so that a benchmark of
+        # this run reads its own log lines, not those it inherited
         write_json(run / "run.json", {"args": vars(args), "config": json.loads(cfg.to_json()), "world": world,
+                                         "start_step": info["step"],
                                          "precision": args.precision_used,
                                          "device": hardware(device), "parameters": n_params})
 

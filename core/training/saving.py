@@ -75,10 +75,14 @@ def average_saves(paths) -> dict:
     return {k: v / len(paths) for k, v in total.items()}
 
 
-def _cooldown(args) -> dict | None:
-    """The card's record of --cooldown (None without one; older run.json files have no such option)."""
+def cooldown_record(args, step: int) -> dict | None:
+    """The card's record of --cooldown for weights of `step`: None without one (older run.json files have no such
+    option) or when the run stopped before it began (--max-minutes first); "stopped_at_step" when it stopped part way."""
     steps = getattr(args, "cooldown", 0)
-    return {"steps": steps, "to_zero_at_step": args.max_steps, "shape": "1 - sqrt"} if steps else None
+    if not steps or step <= args.max_steps - steps:
+        return None
+    record = {"steps": steps, "to_zero_at_step": args.max_steps, "shape": "1 - sqrt"}
+    return record if step >= args.max_steps else {**record, "stopped_at_step": step}
 
 
 def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: int | None = None) -> Path:
@@ -98,7 +102,7 @@ def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: in
                      "target_tokens": info["tokens"], "wall_time_s": round(info["elapsed_s"], 1),
                      "hardware": hw, "processes": world, "max_tokens": args.max_tokens,
                      "accum": args.accum, "warmup": args.warmup, "lr_scale": args.lr_scale, "clip": args.clip,
-                     "cooldown": _cooldown(args),
+                     "cooldown": cooldown_record(args, info["step"]),
                      "precision": getattr(args, "precision_used", None), "warm_start": info.get("init"),
                      "overrides": list(args.set or []),
                      "subword_dropout": getattr(args, "subword_dropout", 0.0),

@@ -24,8 +24,15 @@ def cooldown_factor(step: int, end: int = 0, length: int = 0) -> float:
 def describe_cooldown(cooldown: dict) -> str:
     """A card's training["cooldown"] (when it has one) in words, for the card, the Checkpoint and Learning-rate
     pages."""
-    return (f"the learning rate was taken down to 0 over the last {cooldown['steps']:,} steps, ending at step "
-            f"{cooldown['to_zero_at_step']:,} ({cooldown['shape']} shape; a cool-down, not in the paper)")
+    end, steps, shape = cooldown["to_zero_at_step"], cooldown["steps"], cooldown["shape"]
+    stopped = cooldown.get("stopped_at_step")
+    if stopped is not None and stopped < end:     # the run stopped first (a time limit, a signal)
+        left = cooldown_factor(stopped, end, steps)
+        return (f"the learning rate was being taken down to 0 over {steps:,} steps ending at step {end:,} "
+                f"({shape} shape; a cool-down, not in the paper), but the run stopped at step {stopped:,}, "
+                f"with {left:.0%} of the schedule's learning rate left")
+    return (f"the learning rate was taken down to 0 over the last {steps:,} steps, ending at step "
+            f"{end:,} ({shape} shape; a cool-down, not in the paper)")
 
 
 def make_optimizer(model, d_model: int, warmup: int, scale: float = 1.0, fused: bool | None = None,

@@ -86,7 +86,8 @@ def main(argv=None) -> dict:
                                                      "(default: a matmul measured here in the run's precision)")
     p.add_argument("--batches", type=int, default=20, help="sample batches to count FLOPs on")
     p.add_argument("--skip", type=int, default=20, help="first log steps left out (warm-up, compilation)")
-    p.add_argument("--since-step", type=int, default=0, help="only log steps after this one (e.g. one session)")
+    p.add_argument("--since-step", type=int, help="only log steps after this one (default: the step where the "
+                                                   "run last started, so a warm start's inherited log is left out)")
     args = p.parse_args(argv)
 
     run = Path(args.run)
@@ -104,7 +105,8 @@ def main(argv=None) -> dict:
     sample = batches[:: max(1, len(batches) // args.batches)][: args.batches]     # a sample across the (shuffled) epoch
     per_token, padding = flops_per_target_token(cfg, pairs, lengths, sample)
 
-    tok_s, n_steps = median_tokens_per_s(run / "train_log.jsonl", args.skip, args.since_step)
+    since = args.since_step if args.since_step is not None else meta.get("start_step", 0)
+    tok_s, n_steps = median_tokens_per_s(run / "train_log.jsonl", args.skip, since)
     achieved = per_token * tok_s / 1e12
     on_cuda = "CUDA" in str(meta.get("device", ""))
     if args.peak_tflops:

@@ -31,10 +31,14 @@ def test_pack_refuses_what_would_not_fit_and_leaves_nothing(tmp_path, capsys):
 
 
 def test_gpu_run_unpacks_a_packed_file(tmp_path):
-    """A packed folder is unpacked under WORK before anything else (here one without spm.model: it stops there)."""
+    """A packed folder is unpacked under WORK before anything else (here one without spm.model: it stops there).
+    Its listing is longer than a pipe holds, as a real one's decompression is slower than a pipe: a script that
+    read the folder's name with `tar -t | head` died there of SIGPIPE, silently, under pipefail."""
     folder = tmp_path / "half"
     folder.mkdir()
     (folder / "valid.en").write_text("a\n")
+    for i in range(3000):
+        (folder / f"padding_{i:04d}.txt").write_text("")
     packed = tmp_path / "half.tar.xz"
     with tarfile.open(packed, "w:xz") as tar:
         tar.add(folder, arcname="half")

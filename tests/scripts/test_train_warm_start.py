@@ -53,6 +53,14 @@ def test_init_from_continues_steps_log_and_schedule(corpus, parent, tmp_path):
     assert card["training"]["warm_start"] == {"from": str(ckpt), "step": 40, "rewarm": 5, "optimizer": "fresh Adam",
                                               "elapsed_s": own_time}
 
+    # a benchmark of this run reads its own 10 steps, not the 40 its log inherited (they ran elsewhere, maybe on a CPU)
+    from scripts.bench import bench_mfu
+    assert json.loads((run / "run.json").read_text())["start_step"] == 40
+    mfu = bench_mfu.main(["--run", str(run), "--peak-tflops", "0.5", "--batches", "2", "--skip", "2"])
+    assert mfu["log_steps"] == 8
+    assert bench_mfu.main(["--run", str(run), "--peak-tflops", "0.5", "--batches", "2", "--skip", "2",
+                           "--since-step", "0"])["log_steps"] == 48
+
 
 def test_a_resumed_run_cools_down_to_zero_at_max_steps(corpus, parent, tmp_path):
     run = tmp_path / "run"
@@ -69,6 +77,22 @@ def test_a_resumed_run_cools_down_to_zero_at_max_steps(corpus, parent, tmp_path)
     assert card["training"]["cooldown"] == {"steps": 8, "to_zero_at_step": 50, "shape": "1 - sqrt"}
     assert "taken down to 0 over the last 8 steps, ending at step 50" in core.describe_cooldown(
         card["training"]["cooldown"])
+
+
+def test_a_cooldown_the_run_never_reached_is_not_on_the_card():
+    """A run stopped by --max-minutes before or during its cool-down says so: no claim of a learning rate at 0."""
+    from argparse import Namespace
+    from core.training.saving import cooldown_record
+    args = Namespace(cooldown=2000, max_steps=42000)
+    assert cooldown_record(args, 38861) is None and cooldown_record(args, 40000) is None      # never begun
+    assert cooldown_record(Namespace(max_steps=10), 10) is None                               # an older run.json
+    done = cooldown_record(args, 42000)
+    assert done == {"steps": 2000, "to_zero_at_step": 42000, "shape": "1 - sqrt"}
+    cut = cooldown_record(args, 40500)
+    assert cut["stopped_at_step"] == 40500
+    words = core.describe_cooldown(cut)
+    assert "stopped at step 40,500" in words and "50% of the schedule's learning rate left" in words
+    assert "stopped" not in core.describe_cooldown(done)
 
 
 def test_cooldown_needs_an_end_step():
