@@ -15,8 +15,9 @@
 # The default size (d_model 384, d_ff 1536, 6 encoder and 3 decoder layers: 21M parameters, a 42 MB fp16
 # checkpoint) is the largest whose parts fit the 64 MiB a lent device returns; larger via SET.
 # Settings by environment variable: OUT, NAME (news-gpu), PRESET (base), SET (config overrides),
-# MAX_TOKENS (25000), WARMUP (1000), PEAK_TFLOPS (989, the H100/H200 bf16 dense peak; on a CPU a measured
-# matmul), VOCAB (8000, for a raw corpus), EXTRA (more train.py options).
+# MAX_TOKENS (25000), WARMUP (1000), COOLDOWN (minutes at the end in which the learning rate falls to 0, by the
+# clock; default a fifth of MINUTES, 0 for none), PEAK_TFLOPS (989, the H100/H200 bf16 dense peak; on a CPU a
+# measured matmul), VOCAB (8000, for a raw corpus), EXTRA (more train.py options).
 # CI runs it on the CPU with PRESET=tiny on a toy corpus for about a minute (tests/test_gpu_run.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,7 @@ SET=${SET:-norm=pre N_dec=3 d_model=384 d_ff=1536}
 MAX_TOKENS=${MAX_TOKENS:-25000}
 WARMUP=${WARMUP:-1000}
 VOCAB=${VOCAB:-8000}
+COOLDOWN=${COOLDOWN:-$(python -c "print($MINUTES / 5)")}
 EXTRA=${EXTRA:-}
 export PYTHONUNBUFFERED=1
 
@@ -64,7 +66,7 @@ fi
 python scripts/train.py --data "$DATA" --run "$WORK/run" --out "$WORK/$NAME" --preset "$PRESET" --set $SET \
     --precision auto --clip 1.0 --max-tokens "$MAX_TOKENS" --warmup "$WARMUP" --max-minutes "$MINUTES" \
     --valid-every 500 --valid-sentences 1000 --bleu-sentences 500 --probe-every 500 --save-every-min 1 \
-    --no-progress $EXTRA
+    $( [ "$COOLDOWN" = 0 ] || echo --cooldown-minutes "$COOLDOWN" ) --no-progress $EXTRA
 
 python scripts/evaluate.py "$WORK/$NAME" --data "$DATA" --split test --beam 4 --no-progress
 python - "$WORK/$NAME/card.json" > "$OUT/test.json" <<'PY'

@@ -29,7 +29,8 @@ from core.checkpoint import write_json
 from core.training.memory import keep_freed_memory, keep_matmul_kernels
 from core.training.precision import autocast, pick_precision
 from core.training.probes import Probes
-from core.training.run import EpochPairs, JsonlLog, StopSignal, finished, hardware, overrides, progress
+from core.training.run import (EpochPairs, JsonlLog, StopSignal, clock_cooldown_factor, finished, hardware,
+                               overrides, progress)
 from core.training.saving import export, save_all, warm_start
 from core.training.validation import Validation, validate
 from scripts import cli
@@ -53,6 +54,9 @@ def parse_args(argv=None):
                    help="with --max-steps: take the learning rate to 0 over the last STEPS steps (1 - sqrt shape)")
     p.add_argument("--max-minutes", type=float, default=0.0,
                    help="stop after this much training time (summed over --resume; from a warm start: --init-from)")
+    p.add_argument("--cooldown-minutes", type=float, default=0.0, metavar="MINUTES",
+                   help="with --max-minutes: take the learning rate to 0 over its last MINUTES, by the clock (for a "
+                        "lent GPU's fixed time, where the step count is not known ahead)")
     p.add_argument("--epochs", type=float, default=0.0)
     p.add_argument("--patience", type=int, default=0,
                    help="stop when dev BLEU has not improved for this many validations (0: never)")
@@ -89,6 +93,10 @@ def parse_args(argv=None):
     if args.cooldown and not 0 < args.cooldown <= args.max_steps:
         p.error("--cooldown STEPS needs --max-steps (the step where the learning rate reaches 0), "
                 "at least STEPS")
+    if args.cooldown_minutes and not 0 < args.cooldown_minutes <= args.max_minutes:
+        p.error("--cooldown-minutes MINUTES needs --max-minutes (when the learning rate reaches 0), at least MINUTES")
+    if args.cooldown_minutes and args.cooldown:
+        p.error("--cooldown (steps) and --cooldown-minutes (the clock): give one")
     if args.grow and not args.init_from:
         p.error("--grow grows the checkpoint given by --init-from; give one")
     return args
@@ -205,6 +213,10 @@ def main(argv=None):
         lr = opt.param_groups[0]["lr"]
         opt.step()
         sched.step()
+        if args.cooldown_minutes:          # the schedule's next rate, scaled down by the clock
+            f = clock_cooldown_factor(args, info, time.time() - t_start, world)
+            for group in opt.param_groups:
+                group["lr"] *= f
         opt.zero_grad(set_to_none=True)
         info["step"] += 1
         info["pos"] += n_micro

@@ -14,6 +14,7 @@ from tqdm import tqdm
 from core import TransformerConfig
 from core.checkpoint import atomic_write, read_jsonl
 from core.data import encode_pairs, read_parallel
+from core.training.schedule import cooldown_factor
 
 
 def overrides(config_file, pairs) -> dict:
@@ -117,10 +118,25 @@ def stop_reason(args, info, epochs: float, elapsed: float) -> str | None:
         return "max_steps"
     if max_epochs and epochs >= max_epochs:
         return "epochs"
-    since = elapsed - (info.get("init") or {}).get("elapsed_s", 0.0)   # a warm start's minutes count from it
-    if max_minutes and since >= max_minutes * 60:
+    if max_minutes and run_seconds(info, elapsed) >= max_minutes * 60:
         return "max_minutes"
     return None
+
+
+def run_seconds(info, elapsed: float) -> float:
+    """The training time --max-minutes counts: all of it, or since the warm start (--init-from) that began this run."""
+    return elapsed - (info.get("init") or {}).get("elapsed_s", 0.0)
+
+
+def clock_cooldown_factor(args, info, elapsed: float, world: int = 1) -> float:
+    """--cooldown-minutes: the factor on the learning rate that takes it to 0 over the last minutes of --max-minutes
+    (1 - sqrt shape, as --cooldown by steps). All processes use the slowest clock, so that they keep equal weights."""
+    seconds = run_seconds(info, elapsed)
+    if world > 1:
+        t = torch.tensor([seconds], dtype=torch.float64, device="cuda" if dist.get_backend() == "nccl" else "cpu")
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        seconds = float(t.item())
+    return cooldown_factor(seconds, args.max_minutes * 60, args.cooldown_minutes * 60)
 
 
 def plateaued(info, patience: int) -> bool:

@@ -11,7 +11,7 @@ from core.checkpoint import atomic_write, read_card, unique_state_dict
 from core.model.grow import load_grown
 from core.paths import portable
 
-from .run import epochs_done, hardware, stop_reason
+from .run import epochs_done, hardware, run_seconds, stop_reason
 from .state import save_state
 
 
@@ -75,9 +75,17 @@ def average_saves(paths) -> dict:
     return {k: v / len(paths) for k, v in total.items()}
 
 
-def cooldown_record(args, step: int) -> dict | None:
-    """The card's record of --cooldown for weights of `step`: None without one (older run.json files have no such
-    option) or when the run stopped before it began (--max-minutes first); "stopped_at_step" when it stopped part way."""
+def cooldown_record(args, info: dict) -> dict | None:
+    """The card's record of --cooldown (or --cooldown-minutes) for the weights `info` describes: None without one (older
+    run.json files have no such option) or when the run stopped before it began (--max-minutes first);
+    "stopped_at_step" ("stopped_at_minute") when it stopped part way."""
+    step, minutes = info["step"], getattr(args, "cooldown_minutes", 0)
+    if minutes:
+        ran = run_seconds(info, info["elapsed_s"]) / 60
+        if ran <= args.max_minutes - minutes:
+            return None
+        record = {"minutes": minutes, "to_zero_at_minute": args.max_minutes, "shape": "1 - sqrt"}
+        return record if ran >= args.max_minutes else {**record, "stopped_at_minute": round(ran, 2)}
     steps = getattr(args, "cooldown", 0)
     if not steps or step <= args.max_steps - steps:
         return None
@@ -102,7 +110,7 @@ def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: in
                      "target_tokens": info["tokens"], "wall_time_s": round(info["elapsed_s"], 1),
                      "hardware": hw, "processes": world, "max_tokens": args.max_tokens,
                      "accum": args.accum, "warmup": args.warmup, "lr_scale": args.lr_scale, "clip": args.clip,
-                     "cooldown": cooldown_record(args, info["step"]),
+                     "cooldown": cooldown_record(args, info),
                      "precision": getattr(args, "precision_used", None), "warm_start": info.get("init"),
                      "overrides": list(args.set or []),
                      "subword_dropout": getattr(args, "subword_dropout", 0.0),

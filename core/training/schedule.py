@@ -24,6 +24,15 @@ def cooldown_factor(step: int, end: int = 0, length: int = 0) -> float:
 def describe_cooldown(cooldown: dict) -> str:
     """A card's training["cooldown"] (when it has one) in words, for the card, the Checkpoint and Learning-rate
     pages."""
+    if "minutes" in cooldown:                    # --cooldown-minutes: by the clock
+        end, minutes, shape = cooldown["to_zero_at_minute"], cooldown["minutes"], cooldown["shape"]
+        stopped = cooldown.get("stopped_at_minute")
+        words = (f"the learning rate was taken down to 0 over the last {minutes:g} of {end:g} minutes of training "
+                 f"({shape} shape, by the clock; a cool-down, not in the paper)")
+        if stopped is not None and stopped < end:
+            words += f", but the run stopped after {stopped:g} minutes, with " \
+                     f"{cooldown_factor(stopped, end, minutes):.0%} of the schedule's learning rate left"
+        return words
     end, steps, shape = cooldown["to_zero_at_step"], cooldown["steps"], cooldown["shape"]
     stopped = cooldown.get("stopped_at_step")
     if stopped is not None and stopped < end:     # the run stopped first (a time limit, a signal)

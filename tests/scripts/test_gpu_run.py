@@ -29,6 +29,7 @@ def test_gpu_run_prepares_trains_evaluates_and_packs(tmp_path):
     card = json.loads((work / "toy-gpu" / "card.json").read_text())
     assert card["training"]["precision"] in ("fp32", "bf16")
     assert card["training"]["steps"] > 0 and card["stopped_by"] == "max_minutes"
+    assert card["training"]["cooldown"]["minutes"] == 0.03          # a fifth of the 0.15 minutes, by default
     test = json.loads((out / "test.json").read_text())
     assert test["sentences"] == 30 and 0.0 <= test["bleu"] <= 100.0
     mfu = json.loads((out / "mfu.json").read_text())

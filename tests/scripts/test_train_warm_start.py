@@ -84,15 +84,47 @@ def test_a_cooldown_the_run_never_reached_is_not_on_the_card():
     from argparse import Namespace
     from core.training.saving import cooldown_record
     args = Namespace(cooldown=2000, max_steps=42000)
-    assert cooldown_record(args, 38861) is None and cooldown_record(args, 40000) is None      # never begun
-    assert cooldown_record(Namespace(max_steps=10), 10) is None                               # an older run.json
-    done = cooldown_record(args, 42000)
+    at = lambda step: {"step": step, "elapsed_s": 0.0}                                      # noqa: E731
+    assert cooldown_record(args, at(38861)) is None and cooldown_record(args, at(40000)) is None   # never begun
+    assert cooldown_record(Namespace(max_steps=10), at(10)) is None                          # an older run.json
+    done = cooldown_record(args, at(42000))
     assert done == {"steps": 2000, "to_zero_at_step": 42000, "shape": "1 - sqrt"}
-    cut = cooldown_record(args, 40500)
+    cut = cooldown_record(args, at(40500))
     assert cut["stopped_at_step"] == 40500
     words = core.describe_cooldown(cut)
     assert "stopped at step 40,500" in words and "50% of the schedule's learning rate left" in words
     assert "stopped" not in core.describe_cooldown(done)
+    # by the clock: minutes since the warm start (its own 1,000 s do not count)
+    clock = Namespace(cooldown_minutes=2.0, max_minutes=8.0)
+    warm = lambda minutes: {"step": 1, "elapsed_s": 1000.0 + minutes * 60, "init": {"elapsed_s": 1000.0}}  # noqa: E731
+    assert cooldown_record(clock, warm(5.9)) is None
+    assert cooldown_record(clock, warm(8.0)) == {"minutes": 2.0, "to_zero_at_minute": 8.0, "shape": "1 - sqrt"}
+    assert cooldown_record(clock, warm(6.5))["stopped_at_minute"] == 6.5
+    assert "last 2 of 8 minutes" in core.describe_cooldown(cooldown_record(clock, warm(8.0)))
+    assert "50% of the schedule's learning rate left" in core.describe_cooldown(cooldown_record(clock, warm(6.5)))
+
+
+def test_cooldown_minutes_follows_the_clock(corpus, parent, tmp_path):
+    """--cooldown-minutes scales the schedule by 1 - sqrt of the time into the cool-down: the logged rate is the
+    schedule's times a factor that only falls, ends near 0, and the card says how the run cooled down."""
+    from core.training.run import clock_cooldown_factor
+    from argparse import Namespace
+    args = Namespace(max_minutes=4.0, cooldown_minutes=1.0)
+    info = {"init": {"elapsed_s": 100.0}}
+    assert [clock_cooldown_factor(args, info, 100.0 + s) for s in (0, 180, 195, 240, 300)] == \
+        [1.0, 1.0, pytest.approx(0.5), 0.0, 0.0]
+
+    run, out = tmp_path / "run", tmp_path / "ckpt"
+    train.main(run_args(corpus[1], run, "--out", out, "--max-tokens", 256, "--init-from", parent[1], "--rewarm", 0,
+                        "--max-minutes", 0.1, "--cooldown-minutes", 0.1, "--save-every-steps", 5))
+    log = train_log(run)
+    factors = [log[s]["lr"] / core.noam_lr(s, 32, 50, 0.3) for s in sorted(log) if s > 41]   # FAST's schedule
+    assert len(factors) >= 3 and all(0 <= f <= 1 + 1e-9 for f in factors)
+    assert all(b <= a + 1e-9 for a, b in zip(factors, factors[1:])) and factors[-1] < 0.5
+    card = json.loads((out / "card.json").read_text())
+    assert card["training"]["cooldown"]["minutes"] == 0.1 and card["stopped_by"] == "max_minutes"
+    with pytest.raises(SystemExit):
+        train.parse_args(["--data", "d", "--run", "r", "--cooldown-minutes", "2", "--max-minutes", "1"])
 
 
 def test_cooldown_needs_an_end_step():
