@@ -53,9 +53,11 @@ def parse_args(argv=None):
 
 
 def figure_links(tm) -> dict:
-    """Figure number -> {"linked", "layer", "head", "score", "others"} of the best head (layer and head counted from 1;
-    "others": what the sentence's other words give the same words, the selectivity rule's yardstick), or
-    {"linked": None, "problem"} where the paper's words cannot be found (a tokenizer that lacks their letters)."""
+    """Figure number -> {"linked", "layer", "head", "score", "others"} of the head that links the words (the best of
+    those that do), else of the best-scoring head (layer and head counted from 1; "others": what the sentence's other
+    words give the same words, the selectivity rule's yardstick), or {"linked": None, "problem"} where the paper's
+    words cannot be found (a tokenizer that lacks their letters). The best-scoring head need not be the one that
+    links: one that every word looks through scores high without being selective."""
     out = {}
     for number in LINKED_FIGURES:
         sentence = pf.FIGURES[number][1]
@@ -64,7 +66,7 @@ def figure_links(tm) -> dict:
         except ValueError as e:
             out[number] = {"linked": None, "problem": str(e)}
             continue
-        best = found.best
+        best = found.linking.iloc[0] if found.linked else found.best
         out[number] = {"linked": bool(found.linked), "layer": int(best["layer"]) + 1, "head": int(best["head"]) + 1,
                        "score": round(float(best["score"]), 3), "others": round(float(best["others"]), 3),
                        "threshold": found.threshold}

@@ -40,3 +40,15 @@ python scripts/train.py --data data/news-mix-its --run runs/news-gpu-cool --out 
     --no-progress --max-steps 40361 --cooldown 1500
 python scripts/evaluate_candidate.py runs/news-gpu-cool-out --json runs/news-gpu-cool-review.json --no-progress
 python scripts/figure_links.py runs/news-gpu-cool-out --saves runs/news-gpu-cool/saves --last 5
+
+# 5. Here: does tensor2tensor's attention dropout keep Figure 3? The cooled model warm-started with attn_dropout=0.1
+#    back (the paper's dropout otherwise), 1,800 steps with a cool-down over the last 1,000. As run, it started with
+#    --max-steps 42961 --cooldown 1300, was stopped by SIGTERM at step 40643 (before either cool-down began, so the
+#    learning rate so far did not depend on them) and resumed with the shorter end below, to finish within the day.
+python scripts/train.py --data data/news-mix-its --run runs/news-gpu-attn --out runs/news-gpu-attn-out \
+    --init-from runs/news-gpu-cool-out --rewarm 200 --preset small --set norm=pre attn_dropout=0.1 ffn_dropout=0 \
+    --clip 1.0 --threads 2 --max-tokens 3500 --warmup 600 --lr-scale 0.4 --precision bf16 \
+    --valid-every 500 --valid-sentences 500 --bleu-sentences 500 --probe-every 500 --save-every-steps 250 --keep 5 \
+    --no-progress --max-steps 42161 --cooldown 1000
+python scripts/figure_links.py runs/news-gpu-attn-out --saves runs/news-gpu-attn/saves --last 5
+python scripts/evaluate_candidate.py runs/news-gpu-attn-out --json runs/news-gpu-attn-review.json --no-progress

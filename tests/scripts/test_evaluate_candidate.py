@@ -110,3 +110,23 @@ def test_reuse_test_skips_translating_only_when_measured_alike(two_checkpoints, 
     assert ec.main(args) == 0
     assert ec.main([*args, "--limit", "5"]) == 1         # a quick look always translates
     assert "translated again" in capsys.readouterr().err
+
+
+def test_figure_links_reports_the_head_that_links_not_a_louder_unselective_one(monkeypatch):
+    """A head every word looks through can outscore the one that follows the dependency: the review names the
+    linking head (as the verdict counts it), and the best-scoring head only when none links."""
+    import pandas as pd
+    from core.studies import paper_figures as pf
+    table = pd.DataFrame({"layer": [4, 4, 5], "head": [6, 3, 2], "score": [0.44, 0.41, 0.30],
+                          "others": [0.31, 0.13, 0.05]})               # 1.4x (not selective), 3.2x, below the bar
+    def heads(number, attn, sentence, scores=table):
+        return pf.FigureHeads(number, "t", sentence, 4, [6, 3], "making", scores, 0.02, 0.40), None
+    monkeypatch.setattr(ec, "find_heads", heads)
+    class Model:
+        def attend(self, sentence):
+            return None
+    links = ec.figure_links(Model())
+    assert links[3] == {"linked": True, "layer": 5, "head": 4, "score": 0.41, "others": 0.13, "threshold": 0.40}
+    monkeypatch.setattr(ec, "find_heads", lambda n, a, s: heads(n, a, s, table.iloc[[0, 2]]))
+    assert ec.figure_links(Model())[3] == {"linked": False, "layer": 5, "head": 7, "score": 0.44, "others": 0.31,
+                                           "threshold": 0.40}
