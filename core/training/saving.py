@@ -79,18 +79,17 @@ def cooldown_record(args, info: dict) -> dict | None:
     """The card's record of --cooldown (or --cooldown-minutes) for the weights `info` describes: None without one (older
     run.json files have no such option) or when the run stopped before it began (--max-minutes first);
     "stopped_at_step" ("stopped_at_minute") when it stopped part way."""
-    step, minutes = info["step"], getattr(args, "cooldown_minutes", 0)
-    if minutes:
-        ran = run_seconds(info, info["elapsed_s"]) / 60
-        if ran <= args.max_minutes - minutes:
-            return None
-        record = {"minutes": minutes, "to_zero_at_minute": args.max_minutes, "shape": "1 - sqrt"}
-        return record if ran >= args.max_minutes else {**record, "stopped_at_minute": round(ran, 2)}
-    steps = getattr(args, "cooldown", 0)
-    if not steps or step <= args.max_steps - steps:
+    if getattr(args, "cooldown_minutes", 0):      # by the clock
+        unit, length, end = "minute", args.cooldown_minutes, args.max_minutes
+        at = run_seconds(info, info["elapsed_s"]) / 60
+        length_key = "minutes"
+    else:
+        unit, length, end, at = "step", getattr(args, "cooldown", 0), args.max_steps, info["step"]
+        length_key = "steps"
+    if not length or at <= end - length:
         return None
-    record = {"steps": steps, "to_zero_at_step": args.max_steps, "shape": "1 - sqrt"}
-    return record if step >= args.max_steps else {**record, "stopped_at_step": step}
+    record = {length_key: length, f"to_zero_at_{unit}": end, "shape": "1 - sqrt"}
+    return record if at >= end else {**record, f"stopped_at_{unit}": round(at, 2)}
 
 
 def export(run: Path, args, cfg, tokenizer, info, device, n_params, world, k: int | None = None) -> Path:

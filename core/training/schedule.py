@@ -23,25 +23,21 @@ def cooldown_factor(step: int, end: int = 0, length: int = 0) -> float:
 
 def describe_cooldown(cooldown: dict) -> str:
     """A card's training["cooldown"] (when it has one) in words, for the card, the Checkpoint and Learning-rate
-    pages."""
-    if "minutes" in cooldown:                    # --cooldown-minutes: by the clock
-        end, minutes, shape = cooldown["to_zero_at_minute"], cooldown["minutes"], cooldown["shape"]
-        stopped = cooldown.get("stopped_at_minute")
-        words = (f"the learning rate was taken down to 0 over the last {minutes:g} of {end:g} minutes of training "
-                 f"({shape} shape, by the clock; a cool-down, not in the paper)")
-        if stopped is not None and stopped < end:
-            words += f", but the run stopped after {stopped:g} minutes, with " \
-                     f"{cooldown_factor(stopped, end, minutes):.0%} of the schedule's learning rate left"
-        return words
-    end, steps, shape = cooldown["to_zero_at_step"], cooldown["steps"], cooldown["shape"]
-    stopped = cooldown.get("stopped_at_step")
-    if stopped is not None and stopped < end:     # the run stopped first (a time limit, a signal)
-        left = cooldown_factor(stopped, end, steps)
-        return (f"the learning rate was being taken down to 0 over {steps:,} steps ending at step {end:,} "
-                f"({shape} shape; a cool-down, not in the paper), but the run stopped at step {stopped:,}, "
-                f"with {left:.0%} of the schedule's learning rate left")
-    return (f"the learning rate was taken down to 0 over the last {steps:,} steps, ending at step "
-            f"{end:,} ({shape} shape; a cool-down, not in the paper)")
+    pages: by steps (--cooldown) or by the clock (--cooldown-minutes), and where the run stopped if it stopped first."""
+    if "minutes" in cooldown:
+        length, end, stopped = cooldown["minutes"], cooldown["to_zero_at_minute"], cooldown.get("stopped_at_minute")
+        span, how = f"the last {length:g} of {end:g} minutes of training", ", by the clock"
+        where = "after {:g} minutes"
+    else:
+        length, end, stopped = cooldown["steps"], cooldown["to_zero_at_step"], cooldown.get("stopped_at_step")
+        span, how, where = f"the last {length:,} steps, ending at step {end:,}", "", "at step {:,}"
+    cut = stopped is not None and stopped < end          # the run stopped first (a time limit, a signal)
+    words = (f"the learning rate was {'being ' if cut else ''}taken down to 0 over {span} "
+             f"({cooldown['shape']} shape{how}; a cool-down, not in the paper)")
+    if cut:
+        left = cooldown_factor(stopped, end, length)
+        words += f", but the run stopped {where.format(stopped)}, with {left:.0%} of the schedule's learning rate left"
+    return words
 
 
 def make_optimizer(model, d_model: int, warmup: int, scale: float = 1.0, fused: bool | None = None,
