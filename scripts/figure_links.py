@@ -2,6 +2,7 @@
 """Do the paper's Figure 3 and 4 links hold in a checkpoint, and in each weight save of the run that made it?
 
     python scripts/figure_links.py checkpoints/news-small
+    python scripts/figure_links.py checkpoints/news-small --card     # and write its links into card.json
     python scripts/figure_links.py runs/news-mix-its-out --saves runs/news-mix-its/saves --last 6
 
 A figure is kept when its best head links the words (core/studies/paper_figures.py: a score of at least the link
@@ -9,7 +10,8 @@ threshold, and at least 2 times what the sentence's other words give the same wo
 fold from one save to the next; before a cool-down meant to ship, this shows whether a run's figure heads hold, fade
 or sit on the edge. One line per set of weights: each figure's best head (layer and head counted from 1), its score,
 the other words' share and the verdict. The checkpoint gives the architecture and tokenizer; each save's weights
-replace its own in turn.
+replace its own in turn. With --card the checkpoint's own links go into its card.json under card["figures"], which
+CARD.md prints.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from core import CheckpointError, load_checkpoint
+from core.checkpoint import update_card
 from core.checkpoint.folder import fill_model
 from core.training.saving import average_saves
 from scripts import cli
@@ -30,6 +33,7 @@ def parse_args(argv=None):
     cli.add_checkpoint(p, help="a checkpoint folder: its links, and the architecture and tokenizer for --saves")
     p.add_argument("--saves", metavar="FOLDER", help="a run's saves folder (train.py's RUN/saves): score each save")
     p.add_argument("--last", type=int, default=0, help="only the last N saves (0: all)")
+    p.add_argument("--card", action="store_true", help="write the checkpoint's links into its card.json")
     cli.add_threads(p, default=1)
     cli.add_progress(p)
     return p.parse_args(argv)
@@ -64,6 +68,8 @@ def main(argv=None) -> list[dict]:
         tm = load_checkpoint(args.checkpoint)
         rows = [{"weights": Path(args.checkpoint).name, "figures": figure_links(tm)}]
         print(line(rows[0]), flush=True)
+        if args.card:
+            update_card(args.checkpoint, figures={str(n): f for n, f in rows[0]["figures"].items()})
         for path in tqdm(save_files(args.saves, args.last) if args.saves else [], desc="saves",
                          disable=args.no_progress):
             fill_model(tm.model, average_saves([path]), f"{path} does not match {args.checkpoint}/config.json")

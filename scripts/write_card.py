@@ -80,13 +80,30 @@ def data_lines(card: Card) -> list:
                       if dropped else "")
                    + (f"; max {settings['max_len']} {settings.get('max_len_unit', 'words')} a side, length "
                       f"ratio at most {settings['ratio']}" if "max_len" in settings and "ratio" in settings else ""))
+    out += extra_lines(card.prep_report)
     held = [f"{name} {splits[name].get('pairs_out', 0):,}" for name in ("valid", "test") if splits.get(name)]
     if held:
         out.append(f"- Held-out pairs (every line kept): {', '.join(held)}")
     if card.prep_report.get("spm_vocab_size"):
         out.append(f"- Vocabulary: one shared SentencePiece {settings.get('model_type', 'BPE').upper()} model of "
                    f"{card.prep_report['spm_vocab_size']:,} pieces"
-                   + (" with byte fallback" if settings.get("byte_fallback") else ""))
+                   + (" with byte fallback" if settings.get("byte_fallback") else "")
+                   + (f", kept from `{card.prep_report['spm_from']}`" if card.prep_report.get("spm_from") else ""))
+    return out
+
+
+def extra_lines(report: dict) -> list[str]:
+    """The corpora added to the main one (prepare_data.py --extra) and the 'its' balancing (balance_its_pairs.py)."""
+    out = []
+    for c in (report.get("extra") or {}).get("corpora", []):
+        kinds = ", ".join(f"{k} {v:,}" for k, v in (c.get("taken_by_kind") or {}).items())
+        out.append(f"- Added: `{c.get('corpus')}`, {c.get('taken', 0):,} of {c.get('pairs_in', 0):,} pairs"
+                   + (f" ({kinds})" if kinds else ""))
+    if b := report.get("its_balance"):
+        pairs, copies = b.get("pairs") or {}, b.get("extra_copies_of_each") or {}
+        out.append(f"- 'its' balanced by scripts/balance_its_pairs.py (factor {b.get('factor')}): "
+                   + ", ".join(f"{pairs[k]:,} {k}- pairs copied {copies.get(k, 0)} more times" for k in pairs)
+                   + f", {b.get('added', 0):,} pairs added: {b.get('train_pairs', 0):,} training pairs")
     return out
 
 
@@ -167,6 +184,8 @@ def evaluation_lines(card: Card) -> list:
                 lines.append(f"  - the same rule over {h.get('splits')} random halvings of the set: "
                              f"{pct(h.get('mean'))} on average (5-95%: {pct(h.get('p05'))}-{pct(h.get('p95'))}); one "
                              f"sentence of the second half is {pct(1 / max(h.get('sentences_second_half') or 1, 1))}")
+    if card.figures:
+        lines += figure_lines(card.figures)
     if (card.alignment or {}).get("selected"):
         lines += alignment_lines(card.alignment)
     if card.syntax:
@@ -190,9 +209,23 @@ def reproduce_lines(card: Card) -> list:
     evals += [f"python scripts/evaluate_alignment.py {folder} --as-tokenized"] \
         if (card.alignment or {}).get("as_tokenized_result") else []
     evals += [f"python scripts/evaluate_syntax.py {folder}"] if card.syntax else []
+    evals += [f"python scripts/figure_links.py {folder} --card"] if card.figures else []
     if evals:
         out += ["The scores above come from:", "", *(f"    {c}" for c in evals), ""]
     out += [f"This file is made from card.json by `python scripts/write_card.py {folder}`."]
+    return out
+
+
+def figure_lines(figures: dict) -> list[str]:
+    """card["figures"] (scripts/figure_links.py --card) as Markdown lines: each figure's head, its score and verdict."""
+    out = ["- The paper's Figures 3 and 4 on their own sentences (scripts/figure_links.py; a head links the words "
+           "when it gives them at least the threshold and at least 2 times what the sentence's other words give):"]
+    for number, f in sorted(figures.items()):
+        if f.get("linked") is None:
+            out.append(f"  - Figure {number}: {f.get('problem', 'not scored')}")
+            continue
+        out.append(f"  - Figure {number}: layer {f['layer']} head {f['head']}, {f['score']:.3f} (others "
+                   f"{f['others']:.3f}, threshold {f['threshold']:.2f}): {'linked' if f['linked'] else 'not linked'}")
     return out
 
 

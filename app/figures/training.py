@@ -60,8 +60,12 @@ def training_charts(steps: pd.DataFrame, valids: pd.DataFrame) -> dict[str, alt.
         if "lr" in steps:
             charts["lr"] = line_chart(steps, "lr", "Learning rate", color="#ff7f0e", y_title="learning rate")
         if "tokens_per_s" in steps:
+            speed = steps["tokens_per_s"][steps["tokens_per_s"] > 0]
+            wide = not speed.empty and speed.max() > 10 * speed.min()    # e.g. a GPU segment among CPU ones
             charts["tokens_per_s"] = line_chart(steps, "tokens_per_s", "Speed", color="#2ca02c",
-                                                y_title="target tokens / s")
+                                                y_title="target tokens / s", log_y=wide,
+                                                subtitle="log scale: the segments ran on different hardware"
+                                                if wide else "")
     if not valids.empty:
         if "bleu" in valids and valids["bleu"].notna().any():
             charts["bleu"] = line_chart(valids, "bleu", "Dev BLEU", subtitle="greedy, on a sample of dev sentences",
@@ -82,9 +86,10 @@ def _hours(seconds) -> str:
 
 
 def training_pairs(card: Card) -> int | None:
-    """Number of training sentence pairs, from the data preparation report in the card."""
+    """Number of training sentence pairs, from the data preparation report in the card (after balancing 'its')."""
     try:
-        return int(card.prep_report["splits"]["train"]["pairs_out"])
+        balanced = card.prep_report.get("its_balance") or {}
+        return int(balanced.get("train_pairs") or card.prep_report["splits"]["train"]["pairs_out"])
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -105,8 +110,12 @@ def describe_model(card: Card | dict | None, cfg) -> str:
         parts.append(f"for {t['steps']:,} steps ({t.get('epochs', '?')} epochs)")
     if t.get("wall_time_s"):
         parts.append(f"in {_hours(t['wall_time_s'])}")
-    if t.get("hardware"):
-        parts.append(f"on {t['hardware']}")
+    if t.get("hardware"):        # the card records the last segment's hardware; a history has others
+        history = card.extra.get("history")
+        if isinstance(history, list) and len(history) > 1:
+            parts[-1] += f"; its last segment on {t['hardware']}"
+        else:
+            parts.append(f"on {t['hardware']}")
     return " ".join(parts) + "."
 
 

@@ -49,6 +49,7 @@ class Card:
     pronouns: dict | None = None        # scripts/evaluate_pronouns.py
     alignment: dict | None = None       # scripts/evaluate_alignment.py
     syntax: dict | None = None          # scripts/evaluate_syntax.py: syntactic heads by relation and layer
+    figures: dict | None = None         # scripts/figure_links.py --card: the paper's Figures 3 and 4, head and score
     extra: dict = field(default_factory=dict)       # keys this version does not know, kept as they were
 
     @classmethod

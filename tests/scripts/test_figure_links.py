@@ -48,3 +48,16 @@ def test_a_save_of_another_model_or_no_saves_is_a_readable_error(run, tokenizer,
         fl.main([str(checkpoint), "--saves", str(tmp_path), "--no-progress"])
     with pytest.raises(SystemExit, match="There are no weight saves"):
         fl.main([str(checkpoint), "--saves", str(tmp_path / "nowhere"), "--no-progress"])
+
+
+def test_card_writes_the_checkpoints_own_links_into_card_json(run, tmp_path):
+    import shutil
+
+    from core.checkpoint import read_card
+    checkpoint, saves = run
+    copy = tmp_path / "out"
+    shutil.copytree(checkpoint, copy)
+    rows = fl.main([str(copy), "--saves", str(saves), "--card", "--no-progress"])
+    figures = read_card(copy).figures
+    assert figures == {str(n): f for n, f in rows[0]["figures"].items()} and set(figures) == {"3", "4"}
+    assert read_card(checkpoint).figures is None                    # without --card nothing is written

@@ -111,3 +111,28 @@ def test_main_adds_notes_and_writes_card_md(tmp_path, capsys):
     assert "why" in section((tmp_path / "CARD.md").read_text(), "Model")
     with pytest.raises(SystemExit, match="does not exist"):
         write_card.main([str(tmp_path / "none")])
+
+
+def test_the_added_corpora_the_its_balance_and_the_figures_are_on_the_card():
+    report = {"corpus": "../shared/data/a", "spm_from": "checkpoints/x/spm.model", "spm_vocab_size": 300,
+              "splits": {"train": {"pairs_in": 30, "pairs_out": 29}},
+              "extra": {"corpora": [{"corpus": "../shared/data/b", "pairs_in": 20, "taken": 18,
+                                     "taken_by_kind": {"human": 8, "back": 10}}]},
+              "its_balance": {"factor": 3.0, "pairs": {"ihr": 2, "sein": 3},
+                              "extra_copies_of_each": {"ihr": 4, "sein": 2}, "added": 14, "train_pairs": 43}}
+    figures = {"3": {"linked": True, "layer": 5, "head": 4, "score": 0.4121, "others": 0.133, "threshold": 0.4},
+               "4": {"linked": False, "layer": 6, "head": 8, "score": 0.39, "others": 0.2, "threshold": 0.3846},
+               "5": {"linked": None, "problem": "the tokenizer cannot spell 'law'"}}
+    md = card_markdown(Card(name="c", data={"folder": "data/ab", "prep_report": report}, figures=figures))
+    data = section(md, "Training data")
+    assert "- Added: `../shared/data/b`, 18 of 20 pairs (human 8, back 10)" in data
+    assert ("balance_its_pairs.py (factor 3.0): 2 ihr- pairs copied 4 more times, 3 sein- pairs copied 2 more times, "
+            "14 pairs added: 43 training pairs") in data
+    assert "kept from `checkpoints/x/spm.model`" in data
+    evaluation = section(md, "Evaluation")
+    assert "  - Figure 3: layer 5 head 4, 0.412 (others 0.133, threshold 0.40): linked" in evaluation
+    assert "  - Figure 4: layer 6 head 8, 0.390 (others 0.200, threshold 0.38): not linked" in evaluation
+    assert "  - Figure 5: the tokenizer cannot spell 'law'" in evaluation
+    assert "python scripts/figure_links.py checkpoints/c --card" in section(md, "How to reproduce")
+    plain = card_markdown(Card(name="c", data={"folder": "data/a", "prep_report": {"corpus": "../shared/data/a"}}))
+    assert "Added" not in plain and "balanced" not in plain and "Figure 3" not in plain

@@ -126,6 +126,10 @@ def test_read_train_log_skips_a_half_written_line(tmp_path):
     assert set(training.training_charts(steps, valids)) == {"loss", "lr", "tokens_per_s", "bleu", "ppl"}
     valids["source_gain"] = [0.8]                                        # logs since the source-gain check
     assert "source_gain" in training.training_charts(steps, valids)
+    assert "log scale" not in json.dumps(training.training_charts(steps, valids)["tokens_per_s"].to_dict())
+    steps.loc[len(steps)] = {"step": 3, "loss": 7.5, "lr": 3e-6, "tokens_per_s": 490_000.0}   # a GPU segment
+    speed = training.training_charts(steps, valids)["tokens_per_s"].to_dict()
+    assert speed["encoding"]["y"]["scale"]["type"] == "log" and "log scale" in json.dumps(speed)
     empty = training.read_train_log(tmp_path / "missing.jsonl")
     assert empty[0].empty and training.training_charts(*empty) == {}
 
@@ -140,6 +144,11 @@ def test_card_in_words():
     assert "86,361 sentence pairs" in text and "12,000 steps" in text and "2.3 h" in text and "x86_64" in text
     facts = training.card_facts(card)
     assert facts["Parameters"] == "15.3 M" and facts["Test BLEU"] == "17.3" and facts["Test chrF"] == "45.1"
+    assert "its last segment" not in text
+    card["history"] = [{"steps": "1-100"}, {"steps": "101-200"}]
+    card["data"]["prep_report"]["its_balance"] = {"train_pairs": 90000}
+    text = training.describe_model(card, cfg)
+    assert "90,000 sentence pairs" in text and "2.3 h; its last segment on x86_64 CPU" in text
     assert "untrained" in training.describe_model({"name": "(untrained)", "trained_here": False,
                                                    "note": "untrained"}, cfg)
 
