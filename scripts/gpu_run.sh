@@ -16,7 +16,8 @@
 # checkpoint) is the largest whose parts fit the 64 MiB a lent device returns; larger via SET.
 # Settings by environment variable: OUT, NAME (news-gpu), PRESET (base), SET (config overrides),
 # MAX_TOKENS (25000), WARMUP (1000), COOLDOWN (minutes at the end in which the learning rate falls to 0, by the
-# clock; default a fifth of MINUTES, 0 for none), PEAK_TFLOPS (989, the H100/H200 bf16 dense peak; on a CPU a
+# clock; default a fifth of MINUTES, 0 for none), SAVE_MIN (minutes between weight saves: a fifth of COOLDOWN, at most
+# 1, so that the five saves averaged lie within the cool-down), PEAK_TFLOPS (989, the H100/H200 bf16 dense peak; on a CPU a
 # measured matmul), VOCAB (8000, for a raw corpus), EXTRA (more train.py options).
 # CI runs it on the CPU with PRESET=tiny on a toy corpus for about a minute (tests/test_gpu_run.py).
 set -euo pipefail
@@ -33,6 +34,7 @@ MAX_TOKENS=${MAX_TOKENS:-25000}
 WARMUP=${WARMUP:-1000}
 VOCAB=${VOCAB:-8000}
 COOLDOWN=${COOLDOWN:-$(python -c "print($MINUTES / 5)")}
+SAVE_MIN=${SAVE_MIN:-$(python -c "print(min(1.0, $COOLDOWN / 5) if $COOLDOWN > 0 else 1.0)")}
 EXTRA=${EXTRA:-}
 export PYTHONUNBUFFERED=1
 
@@ -65,7 +67,7 @@ fi
 # shellcheck disable=SC2086  # SET and EXTRA are lists of words
 python scripts/train.py --data "$DATA" --run "$WORK/run" --out "$WORK/$NAME" --preset "$PRESET" --set $SET \
     --precision auto --clip 1.0 --max-tokens "$MAX_TOKENS" --warmup "$WARMUP" --max-minutes "$MINUTES" \
-    --valid-every 500 --valid-sentences 1000 --bleu-sentences 500 --probe-every 500 --save-every-min 1 \
+    --valid-every 500 --valid-sentences 1000 --bleu-sentences 500 --probe-every 500 --save-every-min "$SAVE_MIN" \
     $( [ "$COOLDOWN" = 0 ] || echo --cooldown-minutes "$COOLDOWN" ) --no-progress $EXTRA
 
 python scripts/evaluate.py "$WORK/$NAME" --data "$DATA" --split test --beam 4 --no-progress

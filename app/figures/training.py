@@ -60,11 +60,12 @@ def training_charts(steps: pd.DataFrame, valids: pd.DataFrame) -> dict[str, alt.
         if "lr" in steps:
             charts["lr"] = line_chart(steps, "lr", "Learning rate", color="#ff7f0e", y_title="learning rate")
         if "tokens_per_s" in steps:
+            # a log scale where parts of the run differ tenfold (a GPU segment among CPU ones), not for a few slow steps
             speed = steps["tokens_per_s"][steps["tokens_per_s"] > 0]
-            wide = not speed.empty and speed.max() > 10 * speed.min()    # e.g. a GPU segment among CPU ones
+            wide = not speed.empty and speed.quantile(0.95) > 10 * speed.quantile(0.05)
             charts["tokens_per_s"] = line_chart(steps, "tokens_per_s", "Speed", color="#2ca02c",
                                                 y_title="target tokens / s", log_y=wide,
-                                                subtitle="log scale: the segments ran on different hardware"
+                                                subtitle="log scale: parts of the run differ more than tenfold"
                                                 if wide else "")
     if not valids.empty:
         if "bleu" in valids and valids["bleu"].notna().any():

@@ -30,6 +30,9 @@ def test_gpu_run_prepares_trains_evaluates_and_packs(tmp_path):
     assert card["training"]["precision"] in ("fp32", "bf16")
     assert card["training"]["steps"] > 0 and card["stopped_by"] == "max_minutes"
     assert card["training"]["cooldown"]["minutes"] == 0.03          # a fifth of the 0.15 minutes, by default
+    run = json.loads((work / "run" / "run.json").read_text())
+    assert run["args"]["save_every_min"] == pytest.approx(0.006)     # a fifth of the cool-down: the saves averaged
+    assert len(card["training"]["averaged_saves"]) > 1               # lie within it, not in the minutes before
     test = json.loads((out / "test.json").read_text())
     assert test["sentences"] == 30 and 0.0 <= test["bleu"] <= 100.0
     mfu = json.loads((out / "mfu.json").read_text())

@@ -127,6 +127,8 @@ def test_read_train_log_skips_a_half_written_line(tmp_path):
     valids["source_gain"] = [0.8]                                        # logs since the source-gain check
     assert "source_gain" in training.training_charts(steps, valids)
     assert "log scale" not in json.dumps(training.training_charts(steps, valids)["tokens_per_s"].to_dict())
+    slow = pd.DataFrame({"step": range(1, 52), "tokens_per_s": [100.0] * 50 + [5.0]})         # one slow step
+    assert "log" not in json.dumps(training.training_charts(slow, valids)["tokens_per_s"].to_dict())
     steps.loc[len(steps)] = {"step": 3, "loss": 7.5, "lr": 3e-6, "tokens_per_s": 490_000.0}   # a GPU segment
     speed = training.training_charts(steps, valids)["tokens_per_s"].to_dict()
     assert speed["encoding"]["y"]["scale"]["type"] == "log" and "log scale" in json.dumps(speed)
