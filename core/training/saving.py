@@ -82,13 +82,11 @@ def cooldown_record(args, info: dict) -> dict | None:
     if getattr(args, "cooldown_minutes", 0):      # by the clock
         unit, length, end = "minute", args.cooldown_minutes, args.max_minutes
         at = run_seconds(info, info["elapsed_s"]) / 60
-        length_key = "minutes"
     else:
         unit, length, end, at = "step", getattr(args, "cooldown", 0), args.max_steps, info["step"]
-        length_key = "steps"
     if not length or at <= end - length:
         return None
-    record = {length_key: length, f"to_zero_at_{unit}": end, "shape": "1 - sqrt"}
+    record = {f"{unit}s": length, f"to_zero_at_{unit}": end, "shape": "1 - sqrt"}
     return record if at >= end else {**record, f"stopped_at_{unit}": round(at, 2)}
 
 
