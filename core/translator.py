@@ -8,6 +8,7 @@ import torch
 
 from .checkpoint.card import Card, as_card
 from .data import pad_batch
+from .decoding_trace import TracedTranslation, trace_translation
 from .model.decoding import beam_search, greedy_search
 from .tokenizer import Tokenizer, clean_text
 from .views import AttentionView, attention_view
@@ -182,6 +183,15 @@ class TranslationModel:
         srcs = [self._source_ids(t)[0] for t in texts]
         out = [self.text(ids) for ids in self._search_ids(srcs, beam, alpha, batch_size, head_mask)]
         return out[0] if single else out
+
+    def trace(self, text: str, beam: int = 4, alpha: float = 0.6, prefix=None, top_k: int = 10, sampling=None,
+              head_mask=None) -> TracedTranslation:
+        """One sentence decoded step by step (core.decoding_trace): .translation is translate([text], beam)[0]
+        exactly; .steps holds each step's hypotheses, their top_k next pieces (kept, pruned, finished) and the
+        attention each chose with. beam 1 is greedy. prefix: words (text) or target ids teacher-forced first, then
+        the model continues. sampling: a core.model.trace.Sampling (temperature, top-k, top-p, seed) in place of
+        the search."""
+        return trace_translation(self, text, beam, alpha, prefix, top_k, sampling, head_mask)
 
     @torch.no_grad()
     def attend(self, src: str, tgt: str | None = None, beam: int = 1, alpha: float = 0.6,

@@ -61,6 +61,41 @@ def _strip(seq, cfg):
     return [t for t in seq if t != cfg.pad_id]
 
 
+def only_eos_at_limit(logp, at_limit, eos_id: int) -> None:
+    """In place: rows at their length limit (at_limit, bool (rows,)) may only end, with </s>'s own log P."""
+    if at_limit.any():
+        eos_col = logp[at_limit, eos_id].clone()
+        logp[at_limit] = float("-inf")
+        logp[at_limit, eos_id] = eos_col
+
+
+def select_candidates(top_scores: list, top_idx: list, V: int, K: int, eos_id: int, n_finished: int):
+    """One sentence's step of beam search: its best candidates (scores and flat indices beam * V + token, best
+    first) -> (kept: up to K (score, beam, token) that live on, ended: (score, beam) that wrote </s>).
+
+    Stops at the first impossible candidate, when K are kept, or when K hypotheses have ended in all (as fairseq).
+    """
+    kept, ended = [], []
+    for s, idx in zip(top_scores, top_idx):
+        k, w = divmod(idx, V)
+        if s == float("-inf"):
+            break
+        if w == eos_id:
+            ended.append((s, k))
+        else:
+            kept.append((s, k, w))
+        if len(kept) == K or n_finished + len(ended) >= K:
+            break
+    return kept, ended
+
+
+def reorder_cache(cache: list, reorder) -> None:
+    """Keep each live hypothesis' own self-attention keys and values (the cross-attention ones are all alike)."""
+    for layer_cache in cache:
+        layer_cache["self"]["k"] = layer_cache["self"]["k"][reorder]
+        layer_cache["self"]["v"] = layer_cache["self"]["v"][reorder]
+
+
 def length_penalty(length: int, alpha: float) -> float:
     """GNMT's lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al. 2016), which the paper uses with alpha 0.6."""
     return ((5 + length) / 6) ** alpha
@@ -79,7 +114,6 @@ def beam_search(model, src, beam: int = 4, alpha: float = 0.6, max_extra: int = 
     memory, src_mask, _ = model.encode(src, head_mask=head_mask)
     memory, src_mask = memory.repeat_interleave(K, 0), src_mask.repeat_interleave(K, 0)
     limits = _length_limits(model, src, max_extra)
-    at_limit_rows = None
     cache = [{} for _ in model.decoder]
     tokens = torch.full((B * K, 1), cfg.bos_id, dtype=torch.long, device=dev)
     scores = torch.full((B, K), float("-inf"), device=dev)
@@ -89,11 +123,7 @@ def beam_search(model, src, beam: int = 4, alpha: float = 0.6, max_extra: int = 
     for t in range(int(limits.max())):
         logp = _step_logprobs(model, tokens, memory, src_mask, cache, t, head_mask)   # (B*K, V)
         V = logp.size(-1)
-        at_limit_rows = (t + 1 >= limits).repeat_interleave(K)
-        if at_limit_rows.any():                             # only </s> may follow at the limit
-            eos_col = logp[at_limit_rows, cfg.eos_id].clone()
-            logp[at_limit_rows] = float("-inf")
-            logp[at_limit_rows, cfg.eos_id] = eos_col
+        only_eos_at_limit(logp, (t + 1 >= limits).repeat_interleave(K), cfg.eos_id)
         cand = (scores.view(B * K, 1) + logp).view(B, K * V)
         top_scores, top_idx = cand.topk(2 * K, dim=1)
         new_scores = torch.full((B, K), float("-inf"), device=dev)
@@ -103,28 +133,19 @@ def beam_search(model, src, beam: int = 4, alpha: float = 0.6, max_extra: int = 
         for b in range(B):
             if done[b]:
                 continue
-            n = 0
-            for s, idx in zip(top_scores_l[b], top_idx_l[b]):
-                k, w = divmod(idx, V)
-                if s == float("-inf"):
-                    break
-                if w == cfg.eos_id:
-                    seq = tokens[b * K + k, 1:].tolist()
-                    finished[b].append((s / length_penalty(len(seq) + 1, alpha), seq))
-                else:
-                    new_scores[b, n], new_beam[b, n], new_tok[b, n] = s, k, w
-                    n += 1
-                if n == K or len(finished[b]) >= K:
-                    break
-            done[b] = len(finished[b]) >= K or n == 0
+            kept, ended = select_candidates(top_scores_l[b], top_idx_l[b], V, K, cfg.eos_id, len(finished[b]))
+            for s, k in ended:
+                seq = tokens[b * K + k, 1:].tolist()
+                finished[b].append((s / length_penalty(len(seq) + 1, alpha), seq))
+            for n, (s, k, w) in enumerate(kept):
+                new_scores[b, n], new_beam[b, n], new_tok[b, n] = s, k, w
+            done[b] = len(finished[b]) >= K or not kept
         if all(done):
             break
         reorder = (torch.arange(B, device=dev)[:, None] * K + new_beam).view(-1)
         tokens = torch.cat([tokens[reorder], new_tok.view(-1, 1)], dim=1)
         scores = new_scores
-        for layer_cache in cache:                           # keep each live hypothesis' own keys/values
-            layer_cache["self"]["k"] = layer_cache["self"]["k"][reorder]
-            layer_cache["self"]["v"] = layer_cache["self"]["v"][reorder]
+        reorder_cache(cache, reorder)
     results = []
     for b in range(B):
         if not finished[b]:   # no hypothesis ended: take the best live one
