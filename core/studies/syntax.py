@@ -140,8 +140,10 @@ def sentence_attention(result, sentence: UDSentence) -> SentenceAttention:
 class Evaluation:
     """Every scored arc (both directions) of a corpus and, for each, which heads follow it.
 
-    relations, directions (0: dep->head, 1: head->dep), offsets (partner - query, in words) and first (the
-    arc's sentence is in the selection half) have one entry per directed arc; hits (arcs, N, h) bool.
+    relations, directions (0: dep->head, 1: head->dep), offsets (partner - query, in words), first (the
+    arc's sentence is in the selection half) and sentence (its index in `texts`, the used sentences' raw text)
+    have one entry per directed arc; hits (arcs, N, h) bool; mass (arcs, N, h) the query word's attention on
+    its partner.
     """
     n_layers: int
     n_heads: int
@@ -156,6 +158,9 @@ class Evaluation:
     offsets: list = field(default_factory=list)
     first: list = field(default_factory=list)
     hits: list = field(default_factory=list)
+    mass: list = field(default_factory=list)
+    sentence: list = field(default_factory=list)
+    texts: list = field(default_factory=list)
     seconds: float = 0.0
 
     def add(self, sa: SentenceAttention, first: bool) -> None:
@@ -164,6 +169,7 @@ class Evaluation:
         row = {w: i for i, w in enumerate(sa.words)}
         self.used += 1
         self.unmapped_words += len(sa.unmapped)
+        self.texts.append(sa.sentence.text)
         for dep, head, rel in sa.sentence.arcs():
             if dep not in row or head not in row:
                 self.dropped_arcs += 1
@@ -174,14 +180,17 @@ class Evaluation:
                 self.offsets.append(p - q)
                 self.first.append(first)
                 self.hits.append(pred[..., row[q]] == p)
+                self.mass.append(sa.maps[..., row[q], row[p]])
+                self.sentence.append(self.used - 1)
 
 
 def evaluate(tm, sentences: list[UDSentence], batch_size: int = 48, chunk: int = 512,
-             progress=None) -> Evaluation:
+             progress=None, on_sentence=None) -> Evaluation:
     """Run every sentence's raw text through the encoder (attend_batch, encoder_only=True, `chunk` sentences
     at a time to bound memory) and record which heads follow each gold arc.
 
-    progress: optional callable(done, total), after each batch.
+    progress: optional callable(done, total), after each batch. on_sentence: optional callable(SentenceAttention,
+    first) after each used sentence is counted, for other scores of the same maps (core.studies.atlas).
     """
     t0 = time.time()
     ev = Evaluation(tm.cfg.N, tm.cfg.h, n_sentences=len(sentences), n_first=len(sentences) // 2)
@@ -208,6 +217,8 @@ def evaluate(tm, sentences: list[UDSentence], batch_size: int = 48, chunk: int =
                 ev.skipped.append((sentences[k].where, str(e)))
                 continue
             ev.add(sa, k < ev.n_first)
+            if on_sentence is not None:
+                on_sentence(sa, k < ev.n_first)
         done += len(part)
     ev.seconds = time.time() - t0
     return ev

@@ -61,3 +61,22 @@ def test_card_writes_the_checkpoints_own_links_into_card_json(run, tmp_path):
     figures = read_card(copy).figures
     assert figures == {str(n): f for n, f in rows[0]["figures"].items()} and set(figures) == {"3", "4"}
     assert read_card(checkpoint).figures is None                    # without --card nothing is written
+
+
+def test_corpus_measures_figure3_beyond_its_sentence_into_the_card(run, tmp_path, capsys):
+    import shutil
+
+    from core.checkpoint import read_card
+    from tests.helpers import FIXTURES
+    checkpoint, _ = run
+    copy = tmp_path / "out"
+    shutil.copytree(checkpoint, copy)
+    fl.main([str(copy), "--card", "--corpus", str(FIXTURES / "syntax" / "mini.conllu"), "--min-arcs", "1",
+             "--no-progress"])
+    corpus = read_card(copy).figures["3"]["corpus"]
+    assert corpus["length"] == "8+" and corpus["layer"] is None        # four short sentences: no arc of 8+ words
+    assert [r["length"] for r in corpus["buckets"]] == ["1-2", "3-4", "5-7"] and corpus["sentences"] == 4
+    assert all(len(v) == 2 for v in corpus["by_layer"].values())     # tiny: two layers
+    assert corpus["figure_head"]["layer"] == read_card(copy).figures["3"]["layer"]
+    with pytest.raises(SystemExit, match="does not exist"):
+        fl.main([str(copy), "--corpus", str(tmp_path / "none.conllu"), "--no-progress"])
