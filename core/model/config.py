@@ -11,7 +11,7 @@ class TransformerConfig:
     """Sizes and options of the encoder-decoder Transformer (Vaswani et al. 2017, Table 3).
 
     Defaults are the paper's; every non-paper option (pre-norm, learned positions, the variations
-    of imported Marian, NLLB/M2M100 and FSMT models) is off unless asked for.
+    of imported Marian, NLLB/M2M100, mBART and FSMT models) is off unless asked for.
     """
     vocab_size: int = 8000
     N: int = 6                       # encoder layers
@@ -31,11 +31,12 @@ class TransformerConfig:
     #                                  or "fairseq" (concat, frequencies 10000^(-i/(d_model/2 - 1)): NLLB, FSMT)
     pos_offset: int = 0              # the table row of the first position (fairseq models: pad_id + 1)
     norm: str = "post"               # "post": LayerNorm(x + Sublayer(x)) as in the paper; or "pre"
-    activation: str = "relu"         # "relu" (paper) or "swish" (Marian)
+    activation: str = "relu"         # "relu" (paper), "swish" (Marian) or "gelu" (mBART)
     layer_norm_eps: float = 1e-5
     share_embeddings: bool = True    # one embedding for source, target and pre-softmax projection
     scale_embeddings: bool = True    # multiply embeddings by sqrt(d_model)
     final_logits_bias: bool = False  # Marian adds a bias after the output projection
+    embed_norm: bool = False         # a LayerNorm on embeddings + positions, before the stacks (mBART)
     forbid_pad_output: bool = False  # Marian's generate never emits <pad> (its decoder start token)
     src_vocab_size: int | None = None   # a source vocabulary of its own size (FSMT); None: vocab_size, one for both
     src_prefix_id: int | None = None    # a token before every source sentence (NLLB, M2M100: the source language)
@@ -71,7 +72,7 @@ class TransformerConfig:
             raise ValueError(f"pos_offset must be >= 0, not {self.pos_offset}")
         for name, allowed in [("positions", {"sinusoidal", "learned"}),
                               ("pe_layout", {"interleaved", "concat", "fairseq"}),
-                              ("norm", {"post", "pre"}), ("activation", {"relu", "swish"})]:
+                              ("norm", {"post", "pre"}), ("activation", {"relu", "swish", "gelu"})]:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"config.{name} must be one of {sorted(allowed)}, not {getattr(self, name)!r}")
 

@@ -67,12 +67,12 @@ class PositionalEncoding(nn.Module):
 
 
 class PositionwiseFeedForward(nn.Module):
-    """FFN(x) = max(0, x W1 + b1) W2 + b2 (3.3); swish instead of ReLU as a Marian option."""
+    """FFN(x) = max(0, x W1 + b1) W2 + b2 (3.3); swish (Marian) or GELU (mBART) instead of ReLU as options."""
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0):
         super().__init__()
         self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
-        self.act = F.relu if activation == "relu" else F.silu
+        self.act = {"relu": F.relu, "swish": F.silu, "gelu": F.gelu}[activation]
         self.dropout = Dropout(dropout)  # inside the FFN, as in tensor2tensor's relu_dropout
 
     def forward(self, x):

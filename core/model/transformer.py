@@ -52,6 +52,9 @@ class Transformer(nn.Module):
         self.tgt_pos = (self.src_pos if cfg.positions == "sinusoidal" else
                         PositionalEncoding(cfg.d_model, cfg.max_len, cfg.positions, cfg.pe_layout, cfg.pos_offset))
         self.dropout = Dropout(cfg.dropout)
+        # mBART: a LayerNorm on each side's embeddings + positions (None: the paper has none)
+        self.src_embed_norm, self.tgt_embed_norm = (nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+                                                    if cfg.embed_norm else None for _ in range(2))
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.N))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.N_dec))
         # pre-norm stacks end with a LayerNorm; post-norm ones already end normalised
@@ -73,9 +76,10 @@ class Transformer(nn.Module):
             nn.init.normal_(self.tgt_embed.weight, std=self.cfg.d_model ** -0.5)
             nn.init.normal_(self.generator.weight, std=self.cfg.d_model ** -0.5)
 
-    def _embed(self, tokens, embed, pos, start=0):
+    def _embed(self, tokens, embed, pos, start=0, norm=None):
         scale = math.sqrt(self.cfg.d_model) if self.cfg.scale_embeddings else 1.0
-        return self.dropout(pos(embed(tokens) * scale, start))   # (B, T, d_model)
+        x = pos(embed(tokens) * scale, start)                    # (B, T, d_model)
+        return self.dropout(x if norm is None else norm(x))
 
     def encode(self, src, need_weights=False, head_mask=None, need_vectors=False):
         """src: (B, S) ids -> memory (B, S, d_model), src_mask (B, 1, 1, S), encoder attentions.
@@ -84,7 +88,7 @@ class Transformer(nn.Module):
         need_vectors: each layer's attention is (probs, q, k), q and k (B, h, S, d_k) (MultiHeadAttention).
         """
         src_mask = padding_mask(src, self.cfg.pad_id)
-        x, attns = self._embed(src, self.src_embed, self.src_pos), []
+        x, attns = self._embed(src, self.src_embed, self.src_pos, norm=self.src_embed_norm), []
         for layer, m in zip(self.encoder, self._layer_masks(head_mask, "enc_self")):
             x, probs = layer(x, src_mask, need_weights, head_mask=m, need_vectors=need_vectors)
             attns.append(probs)
@@ -100,7 +104,7 @@ class Transformer(nn.Module):
         attention is (probs, q, k): q (B, h, T, d_k), k (B, h, T or S, d_k) (MultiHeadAttention).
         """
         tgt_mask = causal_mask(tgt_in, self.cfg.pad_id) if cache is None else None
-        x = self._embed(tgt_in, self.tgt_embed, self.tgt_pos, start)
+        x = self._embed(tgt_in, self.tgt_embed, self.tgt_pos, start, self.tgt_embed_norm)
         self_attns, cross_attns = [], []
         masks = zip(self._layer_masks(head_mask, "dec_self"), self._layer_masks(head_mask, "cross"))
         for i, (layer, (m_self, m_cross)) in enumerate(zip(self.decoder, masks)):

@@ -4,7 +4,7 @@
     python scripts/bench/bench_marian.py [--repeats 20] [--threads 1]
 
 Builds a random base-size MarianMTModel here (d_model 512, 6+6 layers, 8 heads, vocab 8000; nothing is
-downloaded), imports it with scripts/import_marian.py and times on the same sentence pair, median of --repeats:
+downloaded), converts it with core.checkpoint.pretrained and times on the same sentence pair, median of --repeats:
   ours:    TranslationModel.attend(src, tgt): tokenising, the forward pass, every map as numpy
   ours/fw: our forward pass with need_weights=True only
   theirs:  MarianMTModel(input_ids, decoder_input_ids, output_attentions=True), eager attention, tokens given
@@ -23,8 +23,8 @@ from pathlib import Path
 import torch
 
 from core import load_checkpoint
+from core.checkpoint.pretrained import convert_folder
 from scripts import cli
-from scripts.import_marian import import_marian
 
 SRC = ("The committee said on Tuesday that the new rules would make it easier for small companies "
        "to hire young workers, although several members warned that the costs were still unclear.")
@@ -86,7 +86,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         hf_dir = build_marian(Path(tmp) / "opus-mt-random", args.vocab)
         theirs = MarianMTModel.from_pretrained(hf_dir, attn_implementation="eager").eval()
-        ours = load_checkpoint(import_marian(hf_dir, Path(tmp) / "ckpt", dtype=torch.float32))
+        ours = load_checkpoint(convert_folder(hf_dir, Path(tmp) / "ckpt", dtype=torch.float32))
     r = ours.attend(SRC, TGT)
     src = torch.tensor([[ours.tokenizer.vocab[t] for t in r.src_tokens]])
     tgt = torch.tensor([[ours.tokenizer.vocab[t] for t in r.tgt_tokens]])

@@ -1,6 +1,7 @@
-"""app/sidebar.py's captions of a checkpoint's card: an imported model (scripts/import_hf.py, from a tiny local FSMT
-model) says where it came from, its languages and whom to credit, and claims no training data; a model trained here
-names its data only as far as its card does; a card missing fields or holding odd ones shows what it can."""
+"""app/sidebar.py's captions of a checkpoint's card: an imported model (core.checkpoint.pretrained, from a tiny
+local FSMT model) says where it came from, its languages and whom to credit, and claims no training data; a model
+trained here names its data only as far as its card does; a card missing fields or holding odd ones shows what it
+can."""
 import json
 import shutil
 
@@ -11,8 +12,8 @@ from app.sidebar import imported_captions, is_imported, origin, scores_line, tra
 from core.checkpoint import Card
 
 pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-dev.txt)")
-from scripts.import_hf import import_model  # noqa: E402
-from tests.scripts.hf_models import build_fsmt  # noqa: E402
+from core.checkpoint.pretrained import convert_folder as import_model  # noqa: E402
+from tests.core.checkpoint.pretrained.hf_models import build_fsmt  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,7 @@ def run_sidebar(checkpoint: str, folder, monkeypatch) -> AppTest:
 def test_an_imported_model_says_where_it_came_from_and_claims_no_training_data(checkpoints, monkeypatch):
     at = run_sidebar("fsmt-tiny", checkpoints, monkeypatch)
     assert [i.value for i in at.sidebar.info] == [
-        "Imported, not trained here: wmt19-tiny (FSMT), imported by scripts/import_hf.py."]
+        "Imported, not trained here: wmt19-tiny (FSMT), converted from the Hugging Face format."]
     captions = [c.value for c in at.sidebar.caption]
     assert captions[0] == "Translates English → German."
     assert captions[1].startswith("Credit: fairseq's WMT19 news translation models") and captions[1].endswith(".")

@@ -105,8 +105,8 @@ def test_an_nllb_models_language_tokens_are_fed_as_the_translator_feeds_them(tmp
     """NLLB reads [language token] + pieces + </s> and writes [language token] + pieces: the erasure test's ids are
     those, so that nothing removed gives the model's own score (not a sentence skipped as unmatched)."""
     pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-dev.txt)")
-    from scripts.import_hf import import_model
-    from tests.scripts.hf_models import build_m2m100
+    from core.checkpoint.pretrained import convert_folder as import_model
+    from tests.core.checkpoint.pretrained.hf_models import build_m2m100
     import_model(build_m2m100(tmp_path / "nllb-tiny", "nllb", max_positions=256), tmp_path / "nllb",
                  src_lang="eng_Latn", tgt_lang="deu_Latn")
     tm = core.load_checkpoint(tmp_path / "nllb")

@@ -1,4 +1,4 @@
-"""The pages on imported models (scripts/import_hf.py): each runs on an FSMT model (post-norm, two vocabularies,
+"""The pages on imported models (core.checkpoint.pretrained): each runs on an FSMT model (post-norm, two vocabularies,
 Moses + BPE) and an NLLB one (pre-norm, language tokens), or says why it does not apply to the model's languages."""
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -6,8 +6,8 @@ from streamlit.testing.v1 import AppTest
 from core.paths import REPO
 
 pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-dev.txt)")
-from scripts.import_hf import import_model  # noqa: E402
-from tests.scripts.hf_models import build_fsmt, build_m2m100  # noqa: E402
+from core.checkpoint.pretrained import convert_folder as import_model  # noqa: E402
+from tests.core.checkpoint.pretrained.hf_models import build_fsmt, build_m2m100  # noqa: E402
 
 PAGES = REPO / "app" / "screens"
 MODEL_PAGES = ["explorer", "heads", "paper_figures", "pronouns", "alignment", "qk", "checkpoint"]

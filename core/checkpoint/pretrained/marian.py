@@ -1,28 +1,20 @@
-#!/usr/bin/env python
-r"""Import an OPUS-MT (Marian) model in the Hugging Face format as an Attention Explorer checkpoint.
+"""Convert OPUS-MT (Marian) models in the Hugging Face format (model_type "marian", Helsinki-NLP/opus-mt-*).
 
-    hf download Helsinki-NLP/opus-mt-en-de config.json generation_config.json model.safetensors \
-        source.spm target.spm vocab.json tokenizer_config.json --local-dir downloads/opus-mt-en-de
-    python scripts/import_hf.py downloads/opus-mt-en-de checkpoints/opus-mt-en-de
-
-(`python scripts/import_marian.py FOLDER OUT` still works: it is scripts/import_hf.py for Marian models.)
-Reads config.json, model.safetensors, source.spm, target.spm and vocab.json. Never a pickle
-(pytorch_model.bin, *.pt, *.pkl, *.ckpt): loading one can run any code hidden inside it.
+Reads config.json, model.safetensors, source.spm, target.spm and vocab.json. Never a pickle.
 Marian is the paper's post-norm Transformer with a few differences, each a TransformerConfig option:
 swish FFN, sines-then-cosines positions, a bias on the logits, <pad> as decoder start, </s> = id 0.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import torch
 
-from core import Tokenizer, TransformerConfig
-from scripts.import_common import (Architecture, Converted, Converter, HFImportError, build_config, check_sizes,
-                                   checked_eos, import_with, read_json, read_weights)
+from core.model.config import TransformerConfig
+from core.tokenizer import Tokenizer
+from .common import (Architecture, Converted, Converter, HFImportError, build_config, check_sizes,
+                     checked_eos, read_json, read_weights)
 
-MarianImportError = HFImportError    # the name this module's error had before the other architectures came
 NEEDED = ("config.json", "source.spm", "target.spm", "vocab.json")
 # Flags of the BART-era Marian configs: the value OPUS-MT models have, and why another one is refused.
 FLAGS = {
@@ -140,17 +132,3 @@ def convert(hf_dir: Path, hf: dict, generation: dict, source: str | None = None,
 
 ARCH = Architecture("Marian", NEEDED, "Helsinki-NLP/opus-mt-en-de", convert)
 
-
-def import_marian(hf_dir, out_dir, dtype: torch.dtype = torch.float16, source: str | None = None) -> Path:
-    """Convert the Marian model in `hf_dir` into our checkpoint folder `out_dir`; returns out_dir."""
-    return import_with(ARCH, Path(hf_dir), Path(out_dir), dtype, source)
-
-
-def main(argv=None):
-    """scripts/import_hf.py, for a Marian model (kept for the commands written before it)."""
-    from scripts.import_hf import main as import_hf_main
-    import_hf_main(argv)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

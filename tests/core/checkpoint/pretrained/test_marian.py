@@ -20,7 +20,9 @@ from transformers import GenerationConfig, MarianConfig, MarianMTModel, MarianTo
 
 import core  # noqa: E402
 from tests.helpers import CORPUS  # noqa: E402
-from scripts.import_marian import MarianImportError, import_marian, main  # noqa: E402
+from core.checkpoint.pretrained import HFImportError as MarianImportError  # noqa: E402
+from core.checkpoint.pretrained import convert_folder as import_marian  # noqa: E402
+from scripts.import_hf import main  # noqa: E402
 
 SENTENCES = ["the quick brown fox jumps over the lazy dog", "two young girls are playing",
              "a man in a blue shirt is standing on a ladder and the weather is nice"]
@@ -104,7 +106,7 @@ def test_config_and_card(marian):
     assert cfg.pe_layout == "concat" and cfg.final_logits_bias and cfg.forbid_pad_output and cfg.norm == "post"
     assert cfg.share_embeddings == hf.config.share_encoder_decoder_embeddings and cfg.max_len == 128
     assert tm.card.trained_here is False
-    assert tm.card.source == "Helsinki-NLP/opus-mt-en-de (Marian), imported by scripts/import_hf.py"
+    assert tm.card.source == "Helsinki-NLP/opus-mt-en-de (Marian), converted from the Hugging Face format"
     assert tm.card.extra["languages"] == {"source": "en", "target": "de"}
     assert tm.card.extra["original_config"] == json.loads((hf_dir / "config.json").read_text())
 
@@ -171,7 +173,7 @@ def test_fp16_default_and_existing_output(marian, tmp_path):
     ({"normalize_embedding": True}, "LayerNorm on the embeddings"),
     ({"activation_function": "gelu"}, "only swish and relu"),
     ({"decoder_vocab_size": 7}, "separate source and target vocabularies"),
-    ({"model_type": "bart"}, "not a Marian one"),
+    ({"model_type": "bart"}, "'bart' model; the explorer reads"),
 ])
 def test_unsupported_configs_are_readable_errors(marian, tmp_path, change, match):
     hf_dir = marian[0]
@@ -227,7 +229,7 @@ def test_causal_mask_keeps_a_pad_start_token_and_nothing_else_changes():
     assert mask[1, :, 0].all() and not mask[1, :, 2:].any()     # the start is kept, later padding masked
 
 
-def test_the_old_command_is_import_hf(marian, tmp_path, capsys):
+def test_the_command_converts_a_folder_into_out(marian, tmp_path, capsys):
     main([str(marian[0]), str(tmp_path / "out"), "--fp32"])
     assert "imported" in capsys.readouterr().out
-    assert core.load_checkpoint(tmp_path / "out").card.source.endswith("imported by scripts/import_hf.py")
+    assert core.load_checkpoint(tmp_path / "out").card.source.endswith("converted from the Hugging Face format")

@@ -166,3 +166,36 @@ def build_fsmt(folder, seed: int = 0, max_positions: int = 128):
     torch.manual_seed(seed)
     randomize(FSMTForConditionalGeneration(config), seed).save_pretrained(folder)
     return folder
+
+
+def mbart50_tokenizer(folder) -> int:
+    """A tiny mBART-50 tokenizer: transformers' MBart50Tokenizer over a tiny SentencePiece model, saved as
+    tokenizer.json, and the SentencePiece model itself as sentencepiece.bpe.model (the Hub has both)."""
+    from transformers import MBart50Tokenizer
+    proto = train_spm(CORPUS, vocab_size=120)
+    (folder / "sentencepiece.bpe.model").write_bytes(proto)
+    sp = spm.SentencePieceProcessor(model_proto=proto)
+    pieces = [(sp.id_to_piece(i), sp.get_score(i)) for i in range(sp.get_piece_size())]
+    tok = MBart50Tokenizer(vocab=pieces, src_lang="en_XX", tgt_lang="de_DE")
+    tok.save_pretrained(folder)
+    return len(tok)
+
+
+def build_mbart(folder, seed: int = 0, max_positions: int = 128):
+    """A tiny random MBartForConditionalGeneration with an mBART-50 tokenizer, in the Hub's format."""
+    from transformers import MBartConfig, MBartForConditionalGeneration
+    folder.mkdir(parents=True)
+    n = mbart50_tokenizer(folder)
+    config = MBartConfig(vocab_size=n, pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
+                         forced_eos_token_id=2, scale_embedding=True, activation_function="gelu",
+                         encoder_layerdrop=0.0, decoder_layerdrop=0.0,
+                         **{**TINY, "max_position_embeddings": max_positions})
+    torch.manual_seed(seed)
+    model = randomize(MBartForConditionalGeneration(config), seed)
+    with torch.no_grad():     # positions are learned here: random too, so a wrong offset shows
+        for stack in (model.model.encoder, model.model.decoder):
+            stack.embed_positions.weight.normal_(0, 0.3)
+        model.model.shared.weight[n - 53:] *= 0.01      # small language rows: the random model writes text
+        model.final_logits_bias.normal_(0, 0.5)
+    model.save_pretrained(folder)
+    return folder

@@ -16,9 +16,9 @@ transformers = pytest.importorskip("transformers",
 from transformers import FSMTForConditionalGeneration, FSMTTokenizer  # noqa: E402
 
 import core  # noqa: E402
-from scripts.import_common import HFImportError  # noqa: E402
-from scripts.import_hf import import_model  # noqa: E402
-from tests.scripts.hf_models import (EXTRA_EN, LOGITS_ATOL, MAPS_ATOL, SENTENCES, TARGET, build_fsmt,  # noqa: E402
+from core.checkpoint.pretrained import HFImportError  # noqa: E402
+from core.checkpoint.pretrained import convert_folder as import_model  # noqa: E402
+from tests.core.checkpoint.pretrained.hf_models import (EXTRA_EN, LOGITS_ATOL, MAPS_ATOL, SENTENCES, TARGET, build_fsmt,  # noqa: E402
                                      differences, generate, greedy_length)
 
 
@@ -58,7 +58,7 @@ def test_config_and_card(imported):
     assert (cfg.source_vocab_size, cfg.vocab_size) == (hf.config.src_vocab_size, hf.config.tgt_vocab_size)
     assert cfg.source_vocab_size != cfg.vocab_size and cfg.src_prefix_id is None and cfg.tgt_prefix_id is None
     assert tm.card.trained_here is False and tm.card.extra["languages"] == {"source": "en", "target": "de"}
-    assert tm.card.source == "wmt19-tiny (FSMT), imported by scripts/import_hf.py"
+    assert tm.card.source == "wmt19-tiny (FSMT), converted from the Hugging Face format"
 
 
 @pytest.mark.parametrize("src", SENTENCES + EXTRA_EN[:1])

@@ -1,7 +1,6 @@
-"""What the importers of Hugging Face translation models share (scripts/import_hf.py and the architecture modules
-import_marian, import_m2m100, import_fsmt): the folder checks that refuse pickles, reading the weights, mapping
-their tensors onto ours so that none is silently dropped, and writing the checkpoint so that the app never sees
-half of it.
+"""What the converters of Hugging Face translation models share (marian.py, m2m100.py, mbart.py, fsmt.py): the folder
+checks that refuse pickles, reading the weights, mapping their tensors onto ours so that none is silently dropped,
+and writing the checkpoint so that the app never sees half of it.
 """
 from __future__ import annotations
 
@@ -18,10 +17,11 @@ import torch
 from safetensors.torch import load_file
 from tqdm import tqdm
 
-from core import CheckpointError, Transformer, TransformerConfig, load_checkpoint, save_checkpoint
-from core.checkpoint import Card
-from core.checkpoint.folder import unique_state_dict
+from core.checkpoint.card import Card
+from core.checkpoint.folder import CheckpointError, load_checkpoint, save_checkpoint, unique_state_dict
+from core.model.config import TransformerConfig
 from core.model.layers import sinusoidal_table
+from core.model.transformer import Transformer
 from core.paths import portable
 
 PICKLES = ("pytorch_model*.bin", "*.pt", "*.pth", "*.pkl", "*.pickle", "*.ckpt")
@@ -31,6 +31,7 @@ SAFE_CONVERT = (
     "Or convert it yourself, in Python, with the restricted loader of torch >= 2.6 that refuses code: "
     "sd = torch.load('pytorch_model.bin', weights_only=True); "
     "safetensors.torch.save_file({k: v.clone().contiguous() for k, v in sd.items()}, 'model.safetensors')")
+IMPORTED = "converted from the Hugging Face format"      # the end of an imported model's card.source
 # Per layer: our parameter -> theirs. Marian, M2M100/NLLB and FSMT all name a layer's tensors as BART does.
 ENC_LAYER = {"self_attn.w_q": "self_attn.q_proj", "self_attn.w_k": "self_attn.k_proj",
              "self_attn.w_v": "self_attn.v_proj", "self_attn.w_o": "self_attn.out_proj",
@@ -46,7 +47,8 @@ DEC_LAYER = {"self_attn.w_q": "self_attn.q_proj", "self_attn.w_k": "self_attn.k_
 
 
 class HFImportError(Exception):
-    """The folder is not a model the importers can convert; the message says why and what to do."""
+    """The model is not one the converters can read (or could not be fetched); the message says why and what to
+    do."""
 
 
 @dataclass
@@ -250,16 +252,19 @@ def make_card(out_dir: Path, hf_dir: Path, source: str, hf: dict, generation: di
              "original_config": hf, "original_generation_config": generation or None}
     if languages:
         extra["languages"] = languages
-    return Card(name=out_dir.name, trained_here=False, source=f"{source}, imported by scripts/import_hf.py",
+    return Card(name=out_dir.name, trained_here=False, source=f"{source}, {IMPORTED}",
                 credit=credit, extra=extra)
 
 
 def write_checkpoint(out_dir: Path, cfg: TransformerConfig, state: dict, tokenizer, card: Card,
-                     dtype: torch.dtype) -> Path:
+                     dtype: torch.dtype, progress: Callable | None = None) -> Path:
     """Build our model from `state`, save it with its tokenizer and card in a temporary folder next to out_dir,
-    check that the one loader accepts it, and rename it into place; returns out_dir."""
+    check that the one loader accepts it, and rename it into place; returns out_dir. progress: None, or a
+    function of (fraction done, text) told at each of the three steps."""
+    tell = progress or (lambda fraction, text: None)
     with tqdm(total=3, desc="writing the checkpoint", disable=cfg.d_model * cfg.N < 4096) as bar:
         bar.set_postfix_str("building the model")
+        tell(0.0, "Converting: building the model…")
         model = Transformer(cfg)
         expected = set(unique_state_dict(model))
         if set(state) != expected:          # a converter bug, never the user's: say exactly what differs
@@ -271,15 +276,18 @@ def write_checkpoint(out_dir: Path, cfg: TransformerConfig, state: dict, tokeniz
         tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.", suffix=".tmp"))
         try:
             bar.set_postfix_str("saving")
+            tell(1 / 3, "Converting: saving the checkpoint…")
             save_checkpoint(tmp, model, tokenizer, card, dtype=dtype)
             del model
             bar.update()
             bar.set_postfix_str("checking that it loads")
+            tell(2 / 3, "Converting: checking that it loads…")
             load_checkpoint(tmp)          # the one loader must accept what we wrote
             bar.update()
             if out_dir.exists():
                 out_dir.rmdir()           # empty (check_out_dir)
             os.replace(tmp, out_dir)
+            tell(1.0, "Converted.")
         except CheckpointError as e:
             raise HFImportError(f"the converted checkpoint does not load: {e}") from None
         finally:
@@ -288,13 +296,16 @@ def write_checkpoint(out_dir: Path, cfg: TransformerConfig, state: dict, tokeniz
     return out_dir
 
 
-def import_with(arch: Architecture, hf_dir: Path, out_dir: Path, dtype: torch.dtype = torch.float16,
-                source: str | None = None, src_lang: str | None = None, tgt_lang: str | None = None) -> Path:
-    """Convert the `arch` model in `hf_dir` into our checkpoint folder `out_dir` (written whole or not at all)."""
+def convert_with(arch: Architecture, hf_dir: Path, out_dir: Path, dtype: torch.dtype = torch.float16,
+                 source: str | None = None, src_lang: str | None = None, tgt_lang: str | None = None,
+                 progress: Callable | None = None, extra: dict | None = None) -> Path:
+    """Convert the `arch` model in `hf_dir` into our checkpoint folder `out_dir` (written whole or not at all).
+    extra: more for the card's imported_from (the Hub's repo, revision and commit)."""
     check_folder(hf_dir, arch.needed, arch.example)
     check_out_dir(out_dir)
     hf = read_json(hf_dir / "config.json")
     generation = optional_json(hf_dir / "generation_config.json")
     done = arch.convert(hf_dir, hf, generation, source=source, src_lang=src_lang, tgt_lang=tgt_lang)
     card = make_card(out_dir, hf_dir, done.source, hf, generation, dtype, done.languages, done.credit)
-    return write_checkpoint(out_dir, done.cfg, done.state, done.tokenizer, card, dtype)
+    card.extra["imported_from"].update(extra or {})
+    return write_checkpoint(out_dir, done.cfg, done.state, done.tokenizer, card, dtype, progress)

@@ -1,4 +1,4 @@
-"""Import NLLB-200 and M2M100 models (Hugging Face's model_type "m2m_100"); used by scripts/import_hf.py.
+"""Convert NLLB-200 and M2M100 models (Hugging Face's model_type "m2m_100").
 
 Both are fairseq Transformers that differ from the paper in TransformerConfig options only: pre-norm layers with a
 LayerNorm after each stack (norm="pre"), fairseq's sinusoids counted from pad_id + 1 (pe_layout="fairseq",
@@ -8,12 +8,14 @@ sentencepiece.bpe.model + vocab.json, its language tokens numbered after vocab.j
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from core import Tokenizer, TransformerConfig
+from core.model.config import TransformerConfig
+from core.tokenizer import Tokenizer
 from core.tokenizer_json import JsonTokenizer
-from scripts.import_common import (Architecture, Converted, Converter, HFImportError, build_config, check_sizes,
-                                   checked_eos, guess_source, optional_json, read_json, read_weights)
+from .common import (Architecture, Converted, Converter, HFImportError, build_config, check_sizes,
+                     checked_eos, guess_source, optional_json, read_json, read_weights)
 
 # The language tokens of M2M100 in the order of fairseq's language dictionary: "__en__" has id len(vocab.json) + 18.
 M2M100_LANGUAGES = {
@@ -74,18 +76,35 @@ def token_id(tokenizer, token: str) -> int | None:
     return tokenizer.token_id(token) if isinstance(tokenizer, JsonTokenizer) else tokenizer.vocab.get(token)
 
 
+# A language token: M2M100's "__en__", NLLB's "eng_Latn", mBART-50's "en_XX" / "de_DE"
+LANGUAGE_TOKEN = re.compile(r"__[a-z]{2,3}__|[a-z]{2,3}_[A-Z][A-Za-z]{1,3}")
+
+
+def known_languages(tokenizer) -> list[str]:
+    """The language codes a tokenizer has, as --src-lang takes them ("en", "eng_Latn", "en_XX")."""
+    pieces = (tokenizer.tok.get_vocab(with_added_tokens=True) if isinstance(tokenizer, JsonTokenizer)
+              else tokenizer.vocab)
+    return sorted(p.strip("_") for p in pieces if LANGUAGE_TOKEN.fullmatch(p))
+
+
+def language_ids(tokenizer, tokens: dict) -> dict:
+    """{"source": id, "target": id} of the language tokens {"source": token, "target": token}, or HFImportError
+    listing the model's languages when one is not among them."""
+    ids = {side: token_id(tokenizer, token) for side, token in tokens.items()}
+    for side, token in tokens.items():
+        if ids[side] is None:
+            codes = known_languages(tokenizer)
+            raise HFImportError(f"'{token.strip('_')}' is not a language of this model: the {side} language "
+                                f"(--{'src' if side == 'source' else 'tgt'}-lang) is one of its {len(codes)} codes: "
+                                f"{', '.join(codes)}.")
+    return ids
+
+
 def m2m100_config(hf: dict, tokenizer, kind: str, src_lang: str | None, tgt_lang: str | None) -> TransformerConfig:
     """Hugging Face's M2M100Config (as a dict) and the chosen languages -> our TransformerConfig."""
     eos = checked_eos(hf, "M2M100 / NLLB", check_sizes(hf, "vocab_size"))
-    langs = {}
-    for side, code, default in [("source", src_lang, DEFAULT_LANGS[kind][0]), ("target", tgt_lang,
-                                                                               DEFAULT_LANGS[kind][1])]:
-        token = language_token(kind, code or default)
-        langs[side] = token_id(tokenizer, token)
-        if langs[side] is None:
-            example = "eng_Latn, deu_Latn, fra_Latn" if kind == "nllb" else "en, de, fr"
-            raise HFImportError(f"'{code or default}' is not a language of this model's tokenizer "
-                                f"(--{'src' if side == 'source' else 'tgt'}-lang takes codes such as {example}).")
+    langs = language_ids(tokenizer, {"source": language_token(kind, src_lang or DEFAULT_LANGS[kind][0]),
+                                     "target": language_token(kind, tgt_lang or DEFAULT_LANGS[kind][1])})
     pad = hf["pad_token_id"]
     cfg = build_config(
         vocab_size=hf["vocab_size"], N=hf["encoder_layers"], N_dec=hf["decoder_layers"], d_model=hf["d_model"],
@@ -96,16 +115,20 @@ def m2m100_config(hf: dict, tokenizer, kind: str, src_lang: str | None, tgt_lang
         scale_embeddings=bool(hf.get("scale_embedding", True)), pad_id=pad, unk_id=3,
         bos_id=hf.get("decoder_start_token_id", eos), eos_id=eos,
         src_prefix_id=langs["source"], tgt_prefix_id=langs["target"])
+    check_special_ids(tokenizer, cfg)
+    return cfg
+
+
+def check_special_ids(tokenizer, cfg: TransformerConfig) -> None:
+    """The tokenizer's <pad>, </s> and <unk> must have config.json's ids, or HFImportError."""
     for piece, field in SPECIAL_IDS.items():
         if token_id(tokenizer, piece) != getattr(cfg, field):
             raise HFImportError(f"the tokenizer gives {piece} the id {token_id(tokenizer, piece)}, "
                                 f"config.json {getattr(cfg, field)}: they do not belong together.")
-    return cfg
 
 
-def convert_weights(state: dict, cfg: TransformerConfig) -> dict:
-    """M2M100's state dict -> ours. Every tensor must be used, so nothing is silently dropped."""
-    c = Converter(state)
+def take_embeddings(c: Converter, cfg: TransformerConfig) -> None:
+    """The embeddings and output projection of a BART-style model (M2M100, mBART): one tied matrix, or three."""
     src = c.pick(["model.shared.weight", "model.encoder.embed_tokens.weight"], "source embedding")
     c.take("src_embed.weight", src)
     tgt = c.pick(["model.decoder.embed_tokens.weight", src], "target embedding")
@@ -117,10 +140,22 @@ def convert_weights(state: dict, cfg: TransformerConfig) -> dict:
     else:
         c.take("tgt_embed.weight", tgt)
         c.take("generator.weight", lm)
+
+
+def take_stacks(c: Converter, cfg: TransformerConfig) -> None:
+    """Every layer, and the LayerNorm after each stack of a pre-norm model (M2M100, mBART)."""
     c.layers(cfg)
     for ours, stack in [("enc_norm", "encoder"), ("dec_norm", "decoder")]:
         for p in ("weight", "bias"):
             c.take(f"{ours}.{p}", f"model.{stack}.layer_norm.{p}")
+
+
+def convert_weights(state: dict, cfg: TransformerConfig) -> dict:
+    """M2M100's state dict -> ours. Every tensor must be used, so nothing is silently dropped."""
+    c = Converter(state)
+    take_embeddings(c, cfg)
+    take_stacks(c, cfg)
+    for stack in ("encoder", "decoder"):
         for name in ("weight", "weights"):          # older exports may store the fixed table
             c.fixed_table(f"model.{stack}.embed_positions.{name}", cfg, pad_row=cfg.pad_id)
     return c.done("M2M100")

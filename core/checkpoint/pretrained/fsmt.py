@@ -1,4 +1,4 @@
-"""Import FSMT models (fairseq's WMT19 winners, e.g. facebook/wmt19-en-de); used by scripts/import_hf.py.
+"""Convert FSMT models (fairseq's WMT19 winners, e.g. facebook/wmt19-en-de).
 
 FSMT is the paper's Transformer-big: post-norm, as in the paper. What differs is TransformerConfig options only:
 fairseq's sinusoids counted from pad_id + 1 (pe_layout="fairseq", pos_offset), </s> as the decoder's start token,
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core import TransformerConfig
+from core.model.config import TransformerConfig
 from core.tokenizer_moses import MosesBPETokenizer, read_merges
-from scripts.import_common import (Architecture, Converted, Converter, HFImportError, build_config, check_sizes,
-                                   checked_eos, guess_source, optional_json, read_json, read_weights)
+from .common import (Architecture, Converted, Converter, HFImportError, build_config, check_sizes,
+                     checked_eos, guess_source, optional_json, read_json, read_weights)
 
 NEEDED = ("config.json", "vocab-src.json", "vocab-tgt.json", "merges.txt")
 SPECIAL_IDS = {"<pad>": "pad_id", "</s>": "eos_id", "<unk>": "unk_id"}

@@ -1,0 +1,119 @@
+"""open_pretrained: a Hugging Face model by its Hub id (or a downloaded folder) -> a TranslationModel, converted
+once into the explorer's cache folder so that a second open is instant and needs no network."""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import platformdirs
+import torch
+
+from core.checkpoint.folder import load_checkpoint
+
+from .common import HFImportError
+from .convert import convert_folder
+from .hub import Limits, fetch, looks_like_repo_id
+
+_LOCKS: dict[str, threading.Lock] = {}      # one conversion of a model at a time in this process
+_LOCKS_GUARD = threading.Lock()
+
+
+def cache_root() -> Path:
+    """The explorer's cache folder: $ATTN_EXPLORER_CACHE, else the platform's user cache folder
+    (~/.cache/attention-explorer on Linux)."""
+    return Path(os.environ.get("ATTN_EXPLORER_CACHE") or platformdirs.user_cache_dir("attention-explorer"))
+
+
+def converted_dir() -> Path:
+    """Where converted models live: one checkpoint folder each."""
+    return cache_root() / "models"
+
+
+def converted_models() -> list[Path]:
+    """The converted models of the cache (whole checkpoint folders; dot-folders are conversions under way)."""
+    folder = converted_dir()
+    return sorted(p for p in folder.glob("*") if not p.name.startswith(".") and (p / "config.json").exists()) \
+        if folder.is_dir() else []
+
+
+def cache_name(source: str, revision: str | None = None, src_lang: str | None = None,
+               tgt_lang: str | None = None) -> str:
+    """The cache folder's name of one conversion: 'Helsinki-NLP--opus-mt-en-de', '...@v1.0', '....eng_Latn-deu_Latn'
+    (a Hub id, its revision, its direction); a local folder: its name and a digest of where it is and its weights'
+    time, so that a re-downloaded folder is converted afresh."""
+    if looks_like_repo_id(source):
+        name = source.replace("/", "--")
+    else:
+        folder = Path(source).resolve()
+        weights = folder / "model.safetensors"
+        stamp = f"{folder}@{weights.stat().st_mtime_ns if weights.exists() else ''}"
+        name = f"{folder.name}--{hashlib.sha256(stamp.encode()).hexdigest()[:10]}"
+    if revision:
+        name += "@" + revision.replace("/", "-")
+    if src_lang or tgt_lang:
+        name += f".{src_lang or 'default'}-{tgt_lang or 'default'}"
+    return name
+
+
+def _lock(key: str) -> threading.Lock:
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(key, threading.Lock())
+
+
+def _share(progress: Callable | None, start: float, end: float) -> Callable | None:
+    """progress(fraction, text) for one stage of the whole: its fraction mapped into [start, end]."""
+    return None if progress is None else (lambda f, text: progress(start + (end - start) * f, text))
+
+
+def pretrained_checkpoint(source, revision: str | None = None, src_lang: str | None = None,
+                          tgt_lang: str | None = None, out=None, dtype: torch.dtype = torch.float16,
+                          limits: Limits | None = None, progress: Callable | None = None) -> Path:
+    """The checkpoint folder of a Hugging Face model: `source` a Hub id (Helsinki-NLP/opus-mt-en-de) or a folder
+    of its files. Converted into `out`, or, without one, into the cache (once: then found there with no network).
+    src_lang / tgt_lang: the direction of a many-to-many model (NLLB eng_Latn, M2M100 en, mBART-50 en_XX).
+    limits: what a download may take (hub.Limits). progress: None, or a function of (fraction, text).
+    Raises HFImportError with a message that says what to do; nothing half-made is ever left behind."""
+    source = str(source)
+    target = Path(out) if out is not None else converted_dir() / cache_name(source, revision, src_lang, tgt_lang)
+    if out is None and (target / "config.json").exists():
+        return target
+    is_folder = Path(source).is_dir()
+    if not is_folder and not looks_like_repo_id(source):
+        raise HFImportError(f"'{source}' is neither a folder on this machine nor a Hugging Face model id (owner/name, "
+                            "e.g. Helsinki-NLP/opus-mt-en-de).")
+    with _lock(str(target)):
+        if out is None and (target / "config.json").exists():     # converted meanwhile by another caller
+            return target
+        if is_folder:
+            hf_dir, extra, name = Path(source), {}, None
+        else:
+            fetched = fetch(source, revision, limits, _share(progress, 0.0, 0.8))
+            hf_dir, name = fetched.folder, source
+            extra = {"hub": source, "revision": revision or "main", "commit": fetched.commit}
+        try:
+            return convert_folder(hf_dir, target, dtype, name, src_lang, tgt_lang, _share(progress, 0.8, 1.0),
+                                  extra)
+        except OSError:
+            if out is None and (target / "config.json").exists():  # another process renamed its copy in first
+                return target
+            raise
+        except HFImportError as e:
+            if is_folder or "damaged" not in str(e):
+                raise
+            raise HFImportError(f"{e} Remove {hf_dir} from the Hugging Face cache and open it again to download "
+                                "it afresh.") from None
+
+
+def open_pretrained(source, revision: str | None = None, src_lang: str | None = None, tgt_lang: str | None = None,
+                    out=None, dtype: torch.dtype = torch.float16, limits: Limits | None = None,
+                    progress: Callable | None = None, device: str = "cpu"):
+    """A Hugging Face translation model as a TranslationModel, by its Hub id or folder (pretrained_checkpoint):
+
+        tm = open_pretrained("Helsinki-NLP/opus-mt-en-de")
+        tm = open_pretrained("facebook/mbart-large-50-many-to-many-mmt", src_lang="en_XX", tgt_lang="de_DE")
+    """
+    return load_checkpoint(pretrained_checkpoint(source, revision, src_lang, tgt_lang, out, dtype, limits, progress),
+                           device)

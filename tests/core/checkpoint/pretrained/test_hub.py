@@ -1,0 +1,131 @@
+"""core/checkpoint/pretrained/hub.py and opener.py against a local imitation of the Hugging Face Hub (fake_hub.py,
+HF_ENDPOINT pointed at it) serving tiny random models built here: what is downloaded, what is refused before any
+weight is, the cache of converted models, offline use, and damaged downloads. Nothing reaches the internet."""
+import json
+
+import pytest
+import torch
+
+pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-dev.txt)")
+
+from core.checkpoint import read_card  # noqa: E402
+from core.checkpoint.pretrained import (HFImportError, Limits, converted_models, open_pretrained,  # noqa: E402
+                                        pretrained_checkpoint)
+from core.checkpoint.pretrained.opener import converted_dir  # noqa: E402
+from tests.core.checkpoint.pretrained.fake_hub import FakeHub  # noqa: E402
+from tests.core.checkpoint.pretrained.hf_models import SENTENCES, Evil, build_fsmt  # noqa: E402
+
+REPO = "facebook/wmt19-tiny"
+
+
+@pytest.fixture(scope="module")
+def fsmt_repo(tmp_path_factory):
+    """A tiny FSMT model's folder as its Hub repo has it, with a pickled and a TensorFlow copy of its weights too."""
+    folder = build_fsmt(tmp_path_factory.mktemp("repos") / "wmt19-tiny")
+    torch.save({"payload": Evil(folder.parent / "code-ran")}, folder / "pytorch_model.bin")
+    (folder / "tf_model.h5").write_bytes(b"not for us")
+    return folder
+
+
+@pytest.fixture
+def hub(fsmt_repo, tmp_path, monkeypatch):
+    """A running FakeHub with REPO, and this test's own Hugging Face cache and explorer cache."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE", str(tmp_path / "explorer-cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with FakeHub() as fake:
+        fake.repos[REPO] = fsmt_repo
+        monkeypatch.setenv("HF_ENDPOINT", fake.url)
+        yield fake
+
+
+def nothing_half_made() -> bool:
+    """No converted model and no conversion left behind in the explorer's cache."""
+    return not converted_models() and not (converted_dir().exists() and any(converted_dir().iterdir()))
+
+
+def test_the_first_open_downloads_and_converts_the_second_needs_no_network(hub, fsmt_repo):
+    told = []
+    tm = open_pretrained(REPO, progress=lambda fraction, text: told.append((fraction, text)))
+    assert hub.fetched() == {"config.json", "generation_config.json", "model.safetensors", "merges.txt",
+                             "tokenizer_config.json", "vocab-src.json", "vocab-tgt.json"}
+    assert not (fsmt_repo.parent / "code-ran").exists()
+    assert tm.translate(SENTENCES[0]) and tm.card.extra["imported_from"]["hub"] == REPO
+    assert tm.card.extra["imported_from"]["commit"] == hub.commit(REPO)
+    assert [p.name for p in converted_models()] == ["facebook--wmt19-tiny"]
+    fractions = [f for f, _ in told]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert any(text.startswith("Downloading") for _, text in told) and told[-1][1] == "Converted."
+    hub.stop()
+    again = open_pretrained(REPO)                     # the server is gone: from the explorer's cache
+    assert again.translate(SENTENCES[0]) == tm.translate(SENTENCES[0])
+
+
+def test_offline_the_hugging_face_cache_is_enough(hub, tmp_path, monkeypatch):
+    pretrained_checkpoint(REPO)
+    hub.stop()
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE", str(tmp_path / "another-explorer-cache"))   # converted afresh
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert open_pretrained(REPO).translate(SENTENCES[0])
+    with pytest.raises(HFImportError, match="cannot be downloaded now .HF_HUB_OFFLINE is set.* no copy"):
+        pretrained_checkpoint("Helsinki-NLP/opus-mt-en-fr")
+
+
+def test_no_network_and_no_copy_is_a_clear_message(hub):
+    hub.stop()
+    with pytest.raises(HFImportError, match="could not be reached.* no copy of it"):
+        pretrained_checkpoint(REPO)
+    assert nothing_half_made()
+
+
+def test_a_revision_is_its_own_conversion(hub):
+    commit = hub.commit(REPO)
+    folder = pretrained_checkpoint(REPO, revision=commit, dtype=torch.float32)
+    assert folder.name == f"facebook--wmt19-tiny@{commit}"
+    assert read_card(folder).extra["imported_from"]["revision"] == commit
+    with pytest.raises(HFImportError, match="has no revision 'v9'"):
+        pretrained_checkpoint(REPO, revision="v9")
+
+
+@pytest.mark.parametrize("damage, match", [("short", "Downloading 'facebook/wmt19-tiny' failed.*Consistency check"),
+                                           ("corrupt", "truncated or damaged.* open it again")])
+def test_a_damaged_download_is_a_clear_error_and_nothing_is_converted(hub, damage, match):
+    getattr(hub, damage).add("model.safetensors")
+    with pytest.raises(HFImportError, match=match):
+        pretrained_checkpoint(REPO)
+    assert nothing_half_made()
+
+
+def test_unknown_repo(hub):
+    with pytest.raises(HFImportError, match="There is no model 'facebook/nothing-here' on the Hugging Face Hub"):
+        pretrained_checkpoint("facebook/nothing-here")
+    with pytest.raises(HFImportError, match="neither a folder on this machine nor a Hugging Face model id"):
+        pretrained_checkpoint("not an id")
+
+
+def test_an_unsupported_architecture_is_refused_before_its_weights_come(hub, tmp_path):
+    repo = tmp_path / "t5"
+    repo.mkdir()
+    (repo / "config.json").write_text(json.dumps({"model_type": "t5"}))
+    (repo / "model.safetensors").write_bytes(b"never fetched")
+    hub.repos["google/t5-tiny"] = repo
+    with pytest.raises(HFImportError, match="'t5' model; the explorer reads Marian, M2M100 / NLLB, mBART-50, FSMT"):
+        pretrained_checkpoint("google/t5-tiny")
+    assert hub.fetched() == {"config.json"} and nothing_half_made()
+
+
+def test_a_pickle_only_repo_is_refused_and_nothing_is_downloaded(hub, fsmt_repo, tmp_path):
+    repo = tmp_path / "pickles"
+    repo.mkdir()
+    for name in ("config.json", "vocab-src.json", "vocab-tgt.json", "merges.txt", "pytorch_model.bin"):
+        (repo / name).write_bytes((fsmt_repo / name).read_bytes())
+    hub.repos["someone/pickled"] = repo
+    with pytest.raises(HFImportError, match="only as pytorch_model.bin: a Python pickle.*never downloads"):
+        pretrained_checkpoint("someone/pickled")
+    assert hub.fetched() == set() and not (fsmt_repo.parent / "code-ran").exists()
+
+
+def test_a_model_over_the_limit_is_refused_before_it_downloads(hub):
+    with pytest.raises(HFImportError, match="GB to download; this server allows at most 0.00 GB"):
+        pretrained_checkpoint(REPO, limits=Limits(max_bytes=1000))
+    assert "model.safetensors" not in hub.fetched() and nothing_half_made()
