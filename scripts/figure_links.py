@@ -29,6 +29,7 @@ from tqdm import tqdm
 from core import CheckpointError, load_checkpoint
 from core.checkpoint import update_card
 from core.checkpoint.folder import fill_model
+from core.paths import portable
 from core.studies import conllu
 from core.studies import long_arcs as la
 from core.studies import syntax as sx
@@ -73,12 +74,12 @@ def corpus_figure3(tm, figure3: dict, path: str, progress: bool = True, min_arcs
     bar = tqdm(total=len(sentences), desc="corpus", disable=not progress)
     ev = sx.evaluate(tm, sentences, progress=lambda done, _total: bar.update(done - bar.n))
     bar.close()
-    rep = la.report(ev, min_arcs)
     own = (figure3["layer"] - 1, figure3["head"] - 1) if figure3.get("linked") is not None else None
-    if own is not None and (line := la.sentence_line(rep, *own)):
-        print(line, flush=True)
-    summary = la.card_summary(rep, str(path or conllu.ud_english_dev()), own)
+    summary = la.card_summary(la.report(ev, min_arcs), portable(path or conllu.ud_english_dev()), own)
+    summary["random_halvings"] = la.random_halvings(ev)
     summary["seconds"] = round(ev.seconds, 1)
+    if own is not None and (line := la.sentence_line(summary, *own)):
+        print(line, flush=True)
     return summary
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from core.checkpoint import Card, as_card, atomic_write, read_card, update_card
 from core.model.grow import describe_growth
+from core.studies import long_arcs
 from core.training.schedule import describe_cooldown
 from scripts import cli
 
@@ -209,7 +210,8 @@ def reproduce_lines(card: Card) -> list:
     evals += [f"python scripts/evaluate_alignment.py {folder} --as-tokenized"] \
         if (card.alignment or {}).get("as_tokenized_result") else []
     evals += [f"python scripts/evaluate_syntax.py {folder}"] if card.syntax else []
-    evals += [f"python scripts/figure_links.py {folder} --card"] if card.figures else []
+    corpus = " --corpus" if "corpus" in (card.figures or {}).get("3", {}) else ""
+    evals += [f"python scripts/figure_links.py {folder} --card{corpus}"] if card.figures else []
     if evals:
         out += ["The scores above come from:", "", *(f"    {c}" for c in evals), ""]
     out += [f"This file is made from card.json by `python scripts/write_card.py {folder}`."]
@@ -226,6 +228,9 @@ def figure_lines(figures: dict) -> list[str]:
             continue
         out.append(f"  - Figure {number}: layer {f['layer']} head {f['head']}, {f['score']:.3f} (others "
                    f"{f['others']:.3f}, threshold {f['threshold']:.2f}): {'linked' if f['linked'] else 'not linked'}")
+        if (corpus := f.get("corpus")) and (line := long_arcs.sentence_line(corpus, f["layer"] - 1, f["head"] - 1)):
+            out.append(f"  - Figure {number} beyond its sentence (UD English EWT dev, `figure_links.py --corpus`): "
+                       + line)
     return out
 
 

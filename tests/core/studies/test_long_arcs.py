@@ -53,15 +53,26 @@ def test_the_head_is_chosen_on_the_first_half():
 
 def test_sentence_line_and_card_summary():
     rep = la.report(evaluation([CHAIN] * 4, [[previous, long_head]]), min_arcs=1)
-    line = la.sentence_line(rep, 0, 0)
-    assert line.startswith("Over 2 held-out sentences, layer 1 head 2 follows dependencies 8+ words long 2.0 "
-                           "times as often as any fixed offset (100.0% of 4 arcs; the best offset, -9 words: 50.0%)")
-    assert line.endswith("layer 1 head 1, the one this sentence picks, does so in 0.0% of them (rank 2 of 2).")
-    assert la.sentence_line(rep, 0, 1).endswith("the one this sentence picks, is that head.")
     card = la.card_summary(rep, "x.conllu", figure_head=(0, 0))
     assert (card["length"], card["layer"], card["head"], card["ratio"]) == ("8+", 1, 2, 2.0)
     assert card["figure_head"] == {"layer": 1, "head": 1, "follows": {"1-2": 50.0, "8+": 0.0}, "rank": 2}
-    assert la.sentence_line(la.report(evaluation([CHAIN] * 4, [[previous]]), min_arcs=5), 0, 0) is None
+    assert card["grid"] == [[0.0, 100.0]]
+    line = la.sentence_line(card, 0, 0)
+    assert line.startswith("Over 2 held-out sentences, layer 1 head 2 follows dependencies 8+ words long 2.0 "
+                           "times as often as any fixed offset (100.0% of 4 arcs; the best offset, -9 words: 50.0%)")
+    assert line.endswith("layer 1 head 1, the one this sentence picks, does so in 0.0% of them (rank 2 of 2).")
+    assert la.sentence_line(card, 0, 1).endswith("the one this sentence picks, is that head.")
+    assert la.sentence_line(card, 3, 0) is None                       # a head the corpus did not score
+    short = la.card_summary(la.report(evaluation([CHAIN] * 4, [[previous]]), min_arcs=5), "x.conllu")
+    assert short["layer"] is None and la.sentence_line(short, 0, 0) is None
+
+
+def test_random_halvings_choose_and_score_on_other_sentences():
+    ev = evaluation([CHAIN] * 8, [[previous, long_head]])
+    spread = la.random_halvings(ev, splits=20)
+    assert spread["splits"] == 20 and spread["head"] == {"layer": 1, "head": 2, "chosen": 20}
+    assert spread["follows"] == {"mean": 100.0, "p05": 100.0, "p95": 100.0} and spread["ratio"]["mean"] == 2.0
+    assert la.random_halvings(evaluation([CHAIN] * 2, [[previous]]), "5-7") == {}       # no arc of that length
 
 
 def test_nothing_usable():
