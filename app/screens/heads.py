@@ -12,6 +12,7 @@ from app.checkpoints import UNTRAINED, checkpoint_key, checkpoint_names, page_pr
 from app.demo import default_sentence, domain
 from app.display import show_figure
 from app.figures import heads as figs
+from app.heads_tabs.atlas import atlas_tab
 from app.heads_tabs.beyond_attention import contributions_tab
 from app.heads_tabs.common import KEEP, csv_button, head_name, layer_name
 from app.heads_tabs.scores import entropy_tab, head_finder
@@ -175,8 +176,9 @@ introduction(ckpt.name)
 # Lazy tabs: opening a tab reruns the page (on_change="rerun"), and only the open tab's function runs, so opening
 # the page computes no syntax grid, rollout or contributions. On a session's first run the default tab is open.
 # A closed tab's widgets keep their values through persist_state=KEEP (app/heads_tabs/common.py).
-finder, ent, syn, roll, ctb, abl, cmp_tab = st.tabs(
-    ["Head finder", "Entropy", "Syntax", "Rollout", "Beyond attention", "Switch heads off", "Compare checkpoints"],
+finder, ent, syn, roll, ctb, abl, cmp_tab, atl = st.tabs(
+    ["Head finder", "Entropy", "Syntax", "Rollout", "Beyond attention", "Switch heads off", "Compare checkpoints",
+     "Atlas"],
     default="Head finder", key="heads_tab", on_change="rerun")
 if finder.open:
     with finder:
@@ -199,3 +201,6 @@ if abl.open:
 if cmp_tab.open:
     with cmp_tab:
         compare_tab(ckpt, default)
+if atl.open:
+    with atl:
+        atlas_tab(ckpt, model)

@@ -200,7 +200,8 @@ def encoder_roles(tm, sentences: list, progress=None) -> tuple[RoleScores, list]
     out, texts = RoleScores(), list(ev.texts)
     out.sentences = ev.used
     for role, t in tally.roles.items():
-        out.put(role, *t.score(), t.per_sentence())
+        if t.hits:                                       # a role no row could hit (one-word sentences) is left out
+            out.put(role, *t.score(), t.per_sentence())
     if found := syntax_scores(ev):
         score, baseline, names, per_sentence = found
         out.put("syntax", score, baseline, (per_sentence, np.arange(ev.used)))
@@ -271,7 +272,8 @@ def decoder_roles(tm, pairs: list, progress=None) -> tuple[RoleScores, RoleScore
     if not texts:
         return d, c, texts
     for role, t in dec.items():
-        d.put(role, *t.score(), t.per_sentence())
+        if t.hits:
+            d.put(role, *t.score(), t.per_sentence())
     c.put("resting", *cross_rest.score(), cross_rest.per_sentence())
     base = 100 * (1 - al.scores(np.sum(diagonal, 0))["aer"])
     for role, shift in (("alignment", "read"), ("next_source", "produced")):
