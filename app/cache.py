@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app.checkpoints import (UNTRAINED, CheckpointKey, checkpoint_key, checkpoint_names, checkpoints_dir,
+from app.checkpoints import (UNTRAINED, CheckpointKey, checkpoint_folder, checkpoint_key, checkpoint_names,
                              load_with_progress, untrained_model)
 from app.demo import DOMAINS, demo_sentences
 from app.figures.attention import ROW_PX, heatmap_figure
@@ -121,7 +121,7 @@ def load_model(key: CheckpointKey) -> TranslationModel:
 def _load_model(key: CheckpointKey, _progress: LoadingBar) -> TranslationModel:
     if key.name == UNTRAINED:
         return untrained_model()
-    return load_with_progress(checkpoints_dir() / key.name, _progress)
+    return load_with_progress(checkpoint_folder(key.name), _progress)
 
 
 def model_or_stop() -> tuple[CheckpointKey, TranslationModel]:
@@ -173,7 +173,7 @@ def heatmap_frame(rows: tuple, cols: tuple, row_title: str, col_title: str, zmax
 
 def _snapshots_version(name: str) -> str:
     """How many snapshots a checkpoint has and when the newest and probes.json were written: new ones rescore."""
-    folder = checkpoints_dir() / name / "snapshots"
+    folder = checkpoint_folder(name) / "snapshots"
     try:
         files = sorted(folder.glob("step_*.npz")) + [folder / "probes.json"]
         return f"{len(files)}:" + ":".join(f"{p.name}@{p.stat().st_mtime_ns}" for p in files[-2:])

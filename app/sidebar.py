@@ -1,5 +1,6 @@
-"""The sidebar of every page: the checkpoint picker, the picked checkpoint's card in a few captions, and the
-presenter switch; and, since app/main.py calls it on every rerun of every page, the pages' compact header."""
+"""The sidebar of every page: the checkpoint picker, "Open a Hugging Face model" (app/open_model.py), the picked
+checkpoint's card in a few captions, and the presenter switch; and, since app/main.py calls it on every rerun of
+every page, the pages' compact header."""
 from __future__ import annotations
 
 import streamlit as st
@@ -7,6 +8,7 @@ import streamlit as st
 from app import cache
 from app.checkpoints import UNTRAINED, checkpoint_names, describe_languages, preferred_checkpoint
 from app.demo import DOMAINS, declared_domain
+from app.open_model import open_model_form, pick_opened
 from app.page_header import compact_header
 from core import CheckpointError
 
@@ -26,6 +28,7 @@ def sidebar(prefer_domain: str | None = None) -> None:
     The picked checkpoint's version is looked up here, once for the rerun (app.cache.pin_checkpoint)."""
     compact_header()
     names = checkpoint_names()
+    pick_opened(names)                                        # a model just opened from Hugging Face
     if not st.session_state.get("checkpoint_picked") or st.session_state.get("checkpoint") not in names:
         st.session_state.checkpoint = preferred_checkpoint(names, prefer_domain)
     with st.sidebar:
@@ -33,7 +36,9 @@ def sidebar(prefer_domain: str | None = None) -> None:
                   help="Larger text in every figure, to read it from the back of a room on a projector. "
                        "For the page's own text, zoom the browser (Ctrl and +).")
         name = st.selectbox("Checkpoint", names, key="checkpoint", on_change=_picked,
-                            help="Models in the checkpoints/ folder. Pick another if one fails to load.")
+                            help="Models in the checkpoints/ folder, then those opened from Hugging Face. "
+                                 "Pick another if one fails to load.")
+        open_model_form()
         try:
             model = cache.load_model(cache.pin_checkpoint(name))
         except CheckpointError as e:

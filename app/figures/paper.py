@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from app.figures.attention import head_view_figure
 from app.figures.heads import one_based
 from app.figures.tokens import safe
+from core.studies import long_arcs as la
 from core.studies import paper_figures as pf
 from core.views import AttentionView
 
@@ -164,3 +165,75 @@ def figure5_layer_note(best: pd.DataFrame, arcs: pd.DataFrame) -> str:
         text += (f" Layer 5's best, head {int(r['head']) + 1}, follows {int(r['followed'])} of {int(r['arcs'])} "
                  f"arcs ({r['score']:.0%}).")
     return text
+
+
+# --------------------------------------------------------------------------- beyond the figure's one sentence
+
+def picked_head(found) -> tuple[int, int]:
+    """(layer, head), 0-based, of the head a figure's sentence picks: the best of those that link the words, else
+    the best-scoring one (as scripts/figure_links.py records it)."""
+    r = found.linking.iloc[0] if found.linked else found.best
+    return int(r["layer"]), int(r["head"])
+
+
+def beyond_figure3(corpus: dict | None, found) -> str | None:
+    """Figure 3 over a corpus (card figures.3.corpus) in a sentence a student reads; None without it."""
+    return None if not corpus else la.sentence_line(corpus, *picked_head(found))
+
+
+def beyond_figure4(pronouns: dict | None, found, atlas: dict | None = None) -> str | None:
+    """Figure 4 over the anaphora set (card pronouns.anaphora_head, random halvings) in a sentence; None without.
+    atlas (core.studies.atlas): adds the picked head's own hit rate on the whole set."""
+    a = (pronouns or {}).get("anaphora_head") or {}
+    h = a.get("random_halvings") or {}
+    if not a or not h:
+        return None
+    layer, head = picked_head(found)
+    if (layer + 1, head + 1) == (a["layer"], a["head"]):
+        mine = "is that head."
+    else:
+        entry = next((e for e in (atlas or {}).get("heads", {}).get("enc_self", [])
+                      if (e["layer"], e["head"]) == (layer + 1, head + 1) and "anaphora" in e["scores"]), None)
+        mine = ("is another head" + (f": it does so in {entry['scores']['anaphora'][0]:.0f}% of the whole set."
+                                     if entry else "."))
+    return (f"Over {h['splits']:,} random halvings of the annotated pronoun sentences ({h['sentences_second_half']} "
+            f"on each scoring side), the head chosen on one half (layer {a['layer']} head {a['head']} on the fixed "
+            f"halving) points from the pronoun to its antecedent in {h['mean']:.0%} of the other half on average "
+            f"(5-95%: {h['p05']:.0%}-{h['p95']:.0%}; a random pick: {a['chance']:.0%}); layer {layer + 1} head "
+            f"{head + 1}, the one this sentence picks, {mine}")
+
+
+def beyond_figure5(syntax: dict | None, found) -> str | None:
+    """Figure 5 over gold parses (card syntax, scripts/evaluate_syntax.py) in a sentence; None without it."""
+    if not syntax:
+        return None
+    layer, head = int(found.best["layer"]) + 1, int(found.best["head"]) + 1
+    rows = syntax.get("syntactic", [])
+    layers = ", ".join(f"layer {k}: {len(v)}" for k, v in syntax.get("layers", {}).items())
+    own = [f"{r['relation']} {r['direction']} ({r['accuracy']:.0f}% vs {r['baseline']:.0f}%)" for r in rows
+           if (r["layer"], r["head"]) == (layer, head)]
+    return (f"Over {syntax['halves']['second']:,} held-out gold-parsed sentences, {len(rows)} of "
+            f"{syntax['relations_scored']} relations and directions have a syntactic head (10 points or more over "
+            f"the best fixed offset; {layers}); layer {layer} head {head}, the one this sentence picks, "
+            + (f"is that head for {', '.join(own)}." if own else "is the chosen head for none of them."))
+
+
+def long_arcs_figure(corpus: dict, picked: tuple[int, int] | None = None) -> go.Figure:
+    """Layers x arc lengths: the held-out share of arcs each layer's best head follows (chosen on the other half),
+    with the best fixed offset of each length as a last row; picked (0-based) named in the title."""
+    lengths = list(corpus["by_layer"])
+    z = np.array([corpus["by_layer"][k] for k in lengths], dtype=float).T                # (layers, lengths)
+    base = {r["length"]: r["baseline"] for r in corpus["buckets"]}
+    z = np.vstack([z, [base.get(k, np.nan) for k in lengths]])
+    rows = [f"layer {i + 1}" for i in range(z.shape[0] - 1)] + ["best offset"]
+    title = "Dependencies followed, by length (held-out %, each layer's best head)"
+    if picked is not None and corpus.get("grid"):
+        mine = corpus["grid"][picked[0]][picked[1]]
+        title += f"; layer {picked[0] + 1} head {picked[1] + 1}: {mine:.1f}% at {corpus['length']}"
+    fig = go.Figure(go.Heatmap(z=z, x=[f"{k} words" for k in lengths], y=rows, colorscale="Blues", zmin=0,
+                               text=np.round(z, 1), texttemplate="%{text}", colorbar=dict(title="%", thickness=12),
+                               hovertemplate="%{y}, %{x}: %{z:.1f}%<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(title=dict(text=safe(title), x=0.0), height=120 + 34 * len(rows), plot_bgcolor="white",
+                      margin=dict(l=90, r=10, t=50, b=40))
+    return fig

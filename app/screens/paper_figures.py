@@ -8,6 +8,7 @@ from app.display import show_figure
 from app.figures.paper import (describe_figure5_head, describe_link, display_table, figure5_best, figure5_layer_note,
                                figure_set, find_heads, paper_figure, score_grid_figure)
 from app.figures.training import describe_model
+from app.paper_beyond import beyond_this_sentence
 from core.studies import paper_figures as pf
 from core.studies import conllu
 from core.studies import syntax as sx
@@ -166,6 +167,7 @@ def figure_tab(ckpt, cfg, words: bool, figure: int, caption: str, n_heads: int |
         with drawing:
             draw(figure, view, layer, heads)
         scores(figure, found, label, (layer, heads))
+        beyond_this_sentence(figure, cache.load_model(ckpt), found)
 
 
 st.title("The paper's attention figures")
