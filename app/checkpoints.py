@@ -1,6 +1,7 @@
-"""The checkpoints the app can show: their folder and names, the key of one version of one (CheckpointKey, the first
-argument of every cache in app/cache.py), the domain of their training data, and the untrained model the app
-falls back to when there is none. No Streamlit here.
+"""The checkpoints the app can show: their folder and names (checkpoints/, then the models converted from Hugging
+Face into the explorer's cache), the key of one version of one (CheckpointKey, the first argument of every cache in
+app/cache.py), the domain of their training data, the untrained model the app falls back to when there is none,
+and what the server lets visitors download from the Hub. No Streamlit here.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import torch
 from app.demo import domain
 from core import CheckpointError, Transformer, TranslationModel, load_checkpoint, preset
 from core.checkpoint import read_card
+from core.checkpoint.pretrained import Limits, converted_models
 from core.paths import REPO
 
 CHECKPOINTS = REPO / "checkpoints"      # default; the env var ATTN_EXPLORER_CHECKPOINTS overrides it (tests)
@@ -34,17 +36,26 @@ def checkpoints_dir() -> Path:
 
 
 def checkpoint_names() -> list[str]:
-    """Folders of checkpoints/ that look like checkpoints, then the untrained fallback."""
+    """Folders of checkpoints/ that look like checkpoints, then the models converted into the explorer's cache
+    (core.checkpoint.pretrained; a name already in checkpoints/ is that one), then the untrained fallback."""
     names = sorted(p.name for p in checkpoints_dir().glob("*")        # dot-folders are half-written imports
                    if not p.name.startswith(".") and (p / "config.json").exists())
-    return names + [UNTRAINED]
+    return names + [p.name for p in converted_models() if p.name not in names] + [UNTRAINED]
+
+
+def checkpoint_folder(name: str) -> Path:
+    """The folder of the checkpoint `name`: in checkpoints/, else in the explorer's cache of converted models."""
+    shipped = checkpoints_dir() / name
+    if shipped.is_dir():
+        return shipped
+    return next((p for p in converted_models() if p.name == name), shipped)
 
 
 def checkpoint_key(name: str) -> CheckpointKey:
     """The key of the checkpoint `name` as its files are now (one look at its weights' file)."""
     if name == UNTRAINED:
         return CheckpointKey(name, UNTRAINED)
-    weights = checkpoints_dir() / name / "model.safetensors"
+    weights = checkpoint_folder(name) / "model.safetensors"
     try:
         return CheckpointKey(name, f"{weights}@{weights.stat().st_mtime_ns}")
     except OSError:
@@ -69,7 +80,7 @@ def card_domain(name: str) -> str | None:
     if name == UNTRAINED:
         return None
     try:
-        return domain(read_card(checkpoints_dir() / name))
+        return domain(read_card(checkpoint_folder(name)))
     except (OSError, ValueError):
         return None
 
@@ -204,3 +215,41 @@ def load_with_progress(folder, progress=None) -> TranslationModel:
     if progress is not None:
         progress(1.0, "Loaded.")
     return model
+
+
+# ---- what visitors may download from the Hugging Face Hub (the person who starts the server decides) ----
+
+HUB_SETTING = "ATTN_EXPLORER_HUB"            # "on" (default), "off", or a comma-separated list of model ids
+HUB_MAX_GB_SETTING = "ATTN_EXPLORER_HUB_MAX_GB"
+HUB_MAX_GB = 4.0                             # default cap on one download: NLLB-200 600M (2.5 GB) fits
+
+
+def hub_allowed() -> set[str] | bool:
+    """What ATTN_EXPLORER_HUB lets the app download: True (any model), False (none) or a set of model ids."""
+    value = os.environ.get(HUB_SETTING, "on").strip()
+    if value.lower() in ("", "on", "1", "yes", "true"):
+        return True
+    if value.lower() in ("off", "0", "no", "false"):
+        return False
+    return {v.strip() for v in value.split(",") if v.strip()}
+
+
+def hub_limits() -> Limits:
+    """The cap on one download from the app: ATTN_EXPLORER_HUB_MAX_GB gigabytes (default HUB_MAX_GB)."""
+    try:
+        gb = float(os.environ.get(HUB_MAX_GB_SETTING) or HUB_MAX_GB)
+    except ValueError:
+        gb = HUB_MAX_GB
+    return Limits(max_bytes=int(gb * 1e9))
+
+
+def hub_refusal(model_id: str) -> str | None:
+    """Why this server does not let the app open `model_id` from the Hub, or None when it does."""
+    allowed = hub_allowed()
+    if allowed is False:
+        return ("Opening models from Hugging Face is turned off on this server (ATTN_EXPLORER_HUB=off). "
+                "Pick one of the checkpoints above.")
+    if allowed is not True and model_id not in allowed:
+        return (f"This server opens only these Hugging Face models: {', '.join(sorted(allowed))} "
+                "(ATTN_EXPLORER_HUB).")
+    return None

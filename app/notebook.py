@@ -2,6 +2,7 @@
 
     from app.notebook import load, head_map
     tm = load("news-small")                                   # a folder of checkpoints/, or any checkpoint path
+    tm = load("Helsinki-NLP/opus-mt-en-de")                   # a Hugging Face model, downloaded and converted once
     head_map(tm, "The cat sat on the mat.", layer=5, head=2)  # the last value of a cell is drawn
 
 Each function returns the Plotly figure the app draws for the same choice (app/figures' builders, in the app's
@@ -19,12 +20,13 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from app.checkpoints import checkpoints_dir, load_with_progress
+from app.checkpoints import checkpoint_folder, load_with_progress
 from app.figures import style
 from app.figures.attention import COL_TITLES, ROW_TITLES, head_view_figure, heatmap_figure, model_view_figure
 from app.figures.contributions import source_share_figure
 from app.figures.paper import figure_set, find_heads
 from core import TranslationModel
+from core.checkpoint.pretrained import is_pretrained_source, pretrained_checkpoint
 from core.studies import contributions as contrib
 from core.studies import paper_figures as pf
 from core.views import KINDS, AttentionView, check_kind
@@ -34,12 +36,18 @@ MAIN_PICTURE = {3: "figure3", 4: "figure4_its"}       # Figure 5: its first head
 BEST_HEADS = {3: 1, 4: 2, 5: 2}    # heads drawn unless chosen: as many as the paper draws, as the app's page does
 
 
-def load(checkpoint: str | Path = "news-small") -> TranslationModel:
-    """A checkpoint by its folder name in checkpoints/ (news-small, multi30k-small, an imported model) or by path.
-    Refused with a readable CheckpointError when it is missing, broken or too big for the memory left."""
+def load(checkpoint: str | Path = "news-small", src_lang: str | None = None, tgt_lang: str | None = None,
+         revision: str | None = None) -> TranslationModel:
+    """A checkpoint by its folder name in checkpoints/ (news-small, multi30k-small, an imported model) or by path,
+    or a Hugging Face model by its Hub id or downloaded folder (converted once: core.checkpoint.pretrained; src_lang
+    and tgt_lang pick a many-to-many model's direction, e.g. "en_XX", "de_DE" for mBART-50). Refused with a
+    readable CheckpointError (HFImportError for a Hub model) when it is missing, broken or too big for the memory
+    left."""
     folder = Path(checkpoint)
-    if not folder.is_dir() and (checkpoints_dir() / str(checkpoint)).is_dir():
-        folder = checkpoints_dir() / str(checkpoint)
+    if not folder.is_dir() and checkpoint_folder(str(checkpoint)).is_dir():
+        folder = checkpoint_folder(str(checkpoint))
+    elif is_pretrained_source(checkpoint):
+        folder = pretrained_checkpoint(checkpoint, revision, src_lang, tgt_lang)
     return load_with_progress(folder)
 
 

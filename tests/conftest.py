@@ -14,6 +14,18 @@ from tests.helpers import CORPUS, tiny_model, train_toy_model, toy_batch
 # Tiny models run far faster on one thread, and the machine's cores are shared with training runs.
 torch.set_num_threads(1)
 
+
+@pytest.fixture(scope="session", autouse=True)
+def no_hub_and_own_caches(tmp_path_factory):
+    """Tests never reach the Hugging Face Hub (HF_HUB_OFFLINE; the tests of the download code point HF_ENDPOINT at a
+    local imitation instead) nor see this machine's caches of downloaded and converted models."""
+    with pytest.MonkeyPatch.context() as mp:
+        root = tmp_path_factory.mktemp("caches")
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("HF_HUB_CACHE", str(root / "huggingface"))
+        mp.setenv("ATTN_EXPLORER_CACHE", str(root / "attention-explorer"))
+        yield
+
 @pytest.fixture(scope="session")
 def toy_model():
     return train_toy_model()

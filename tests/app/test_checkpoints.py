@@ -55,3 +55,39 @@ def test_a_model_too_big_for_the_memory_left(tokenizer, tmp_path, monkeypatch):
 def test_memory_is_not_judged_without_weights(tmp_path):
     assert ck.memory_problem(tmp_path) is None
 
+
+
+# ---- models converted from Hugging Face, and what the server lets visitors download ----
+
+def test_converted_models_are_listed_after_the_shipped_ones(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(tmp_path / "checkpoints"))
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE", str(tmp_path / "cache"))
+    for folder in (tmp_path / "checkpoints" / "ours", tmp_path / "cache" / "models" / "owner--model",
+                   tmp_path / "cache" / "models" / ".owner--half.123.tmp"):
+        core.save_checkpoint(folder, tiny_model(50))
+    assert ck.checkpoint_names() == ["ours", "owner--model", ck.UNTRAINED]
+    assert ck.checkpoint_folder("owner--model") == tmp_path / "cache" / "models" / "owner--model"
+    assert ck.checkpoint_folder("ours") == tmp_path / "checkpoints" / "ours"
+    assert ck.checkpoint_key("owner--model").version.startswith(str(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize("setting, allowed", [(None, True), ("on", True), ("OFF", False), ("0", False),
+                                              ("a/b, c/d,", {"a/b", "c/d"})])
+def test_the_hub_setting(monkeypatch, setting, allowed):
+    if setting is None:
+        monkeypatch.delenv(ck.HUB_SETTING, raising=False)
+    else:
+        monkeypatch.setenv(ck.HUB_SETTING, setting)
+    assert ck.hub_allowed() == allowed
+    refusal = ck.hub_refusal("a/b")
+    assert (refusal is None) == (allowed is not False)
+    assert (ck.hub_refusal("x/y") is None) == (allowed is True)
+
+
+def test_the_download_cap(monkeypatch):
+    monkeypatch.delenv(ck.HUB_MAX_GB_SETTING, raising=False)
+    assert ck.hub_limits().max_bytes == int(ck.HUB_MAX_GB * 1e9)
+    monkeypatch.setenv(ck.HUB_MAX_GB_SETTING, "0.5")
+    assert ck.hub_limits().max_bytes == 500_000_000
+    monkeypatch.setenv(ck.HUB_MAX_GB_SETTING, "lots")                 # unreadable: the default, not a crash
+    assert ck.hub_limits().max_bytes == int(ck.HUB_MAX_GB * 1e9)

@@ -80,3 +80,15 @@ def test_load_by_name_or_path(tm, tmp_path, monkeypatch):
     assert nb.load("tiny").card.name == "tiny" and nb.load(tmp_path / "tiny").cfg.N == 2
     with pytest.raises(core.CheckpointError, match="no checkpoint folder"):
         nb.load("nowhere")
+
+
+def test_load_a_hugging_face_model_by_its_id_or_folder(tmp_path, monkeypatch):
+    pytest.importorskip("transformers", reason="transformers is not installed")
+    from tests.core.checkpoint.pretrained.fake_hub import serving
+    from tests.core.checkpoint.pretrained.hf_models import build_fsmt
+    folder = build_fsmt(tmp_path / "wmt19-tiny")
+    with serving({"facebook/wmt19-tiny": folder}, monkeypatch, tmp_path):
+        tm = nb.load("facebook/wmt19-tiny")
+    assert tm.card.extra["imported_from"]["hub"] == "facebook/wmt19-tiny"
+    assert nb.load("facebook/wmt19-tiny").translate("a dog") == tm.translate("a dog")     # the cache, no network
+    assert nb.load(folder).cfg == tm.cfg                                                  # the downloaded folder

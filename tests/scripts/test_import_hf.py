@@ -7,18 +7,13 @@ pytest.importorskip("transformers", reason="transformers is not installed (pip i
 from core import load_checkpoint  # noqa: E402
 from core.checkpoint.pretrained import converted_models  # noqa: E402
 from scripts.import_hf import main  # noqa: E402
-from tests.core.checkpoint.pretrained.fake_hub import FakeHub  # noqa: E402
+from tests.core.checkpoint.pretrained.fake_hub import serving  # noqa: E402
 from tests.core.checkpoint.pretrained.hf_models import build_fsmt  # noqa: E402
 
 
 def test_a_hub_id_goes_into_the_cache_and_a_folder_into_out(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-    monkeypatch.setenv("ATTN_EXPLORER_CACHE", str(tmp_path / "explorer-cache"))
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     folder = build_fsmt(tmp_path / "wmt19-tiny")
-    with FakeHub() as hub:
-        hub.repos["facebook/wmt19-tiny"] = folder
-        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    with serving({"facebook/wmt19-tiny": folder}, monkeypatch, tmp_path):
         main(["facebook/wmt19-tiny"])
     assert [p.name for p in converted_models()] == ["facebook--wmt19-tiny"]
     assert "imported facebook/wmt19-tiny -> " in capsys.readouterr().out

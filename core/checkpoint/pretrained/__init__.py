@@ -12,7 +12,7 @@
 from .common import HFImportError
 from .convert import ARCHITECTURES, convert_folder, supported
 from .hub import Limits
-from .opener import cache_root, converted_models, open_pretrained, pretrained_checkpoint
+from .opener import cache_root, converted_models, is_pretrained_source, open_pretrained, pretrained_checkpoint
 
 __all__ = ["HFImportError", "ARCHITECTURES", "convert_folder", "supported", "Limits", "cache_root",
-           "converted_models", "open_pretrained", "pretrained_checkpoint"]
+           "converted_models", "is_pretrained_source", "open_pretrained", "pretrained_checkpoint"]

@@ -3,6 +3,7 @@ once into the explorer's cache folder so that a second open is instant and needs
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 from collections.abc import Callable
@@ -56,6 +57,18 @@ def cache_name(source: str, revision: str | None = None, src_lang: str | None = 
     if src_lang or tgt_lang:
         name += f".{src_lang or 'default'}-{tgt_lang or 'default'}"
     return name
+
+
+def is_pretrained_source(source) -> bool:
+    """Whether `source` is a Hugging Face model: a Hub id, or a folder whose config.json names a model_type (ours
+    never do)."""
+    config = Path(str(source)) / "config.json"
+    if config.is_file():
+        try:
+            return "model_type" in json.loads(config.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+    return looks_like_repo_id(str(source))
 
 
 def _lock(key: str) -> threading.Lock:

@@ -5,6 +5,7 @@ of tiny models built in the tests, records every request, and can cut a file sho
 this machine."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -51,6 +52,19 @@ class FakeHub:
     def fetched(self) -> set[str]:
         """The names of the files that were downloaded (GET of /resolve/)."""
         return {path.rsplit("/", 1)[-1] for method, path in self.requests if method == "GET" and "/resolve/" in path}
+
+
+@contextlib.contextmanager
+def serving(repos: dict, monkeypatch, tmp_path):
+    """A running FakeHub serving repos ({"owner/name": folder}), HF_ENDPOINT pointed at it, network allowed, and this
+    test's own Hugging Face cache and explorer cache."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("ATTN_EXPLORER_CACHE", str(tmp_path / "explorer-cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with FakeHub() as hub:
+        hub.repos.update(repos)
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        yield hub
 
 
 def _handler(hub: FakeHub):

@@ -12,7 +12,7 @@ from core.checkpoint import read_card  # noqa: E402
 from core.checkpoint.pretrained import (HFImportError, Limits, converted_models, open_pretrained,  # noqa: E402
                                         pretrained_checkpoint)
 from core.checkpoint.pretrained.opener import converted_dir  # noqa: E402
-from tests.core.checkpoint.pretrained.fake_hub import FakeHub  # noqa: E402
+from tests.core.checkpoint.pretrained.fake_hub import serving  # noqa: E402
 from tests.core.checkpoint.pretrained.hf_models import SENTENCES, Evil, build_fsmt  # noqa: E402
 
 REPO = "facebook/wmt19-tiny"
@@ -30,12 +30,7 @@ def fsmt_repo(tmp_path_factory):
 @pytest.fixture
 def hub(fsmt_repo, tmp_path, monkeypatch):
     """A running FakeHub with REPO, and this test's own Hugging Face cache and explorer cache."""
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-    monkeypatch.setenv("ATTN_EXPLORER_CACHE", str(tmp_path / "explorer-cache"))
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    with FakeHub() as fake:
-        fake.repos[REPO] = fsmt_repo
-        monkeypatch.setenv("HF_ENDPOINT", fake.url)
+    with serving({REPO: fsmt_repo}, monkeypatch, tmp_path) as fake:
         yield fake
 
 
