@@ -143,3 +143,18 @@ def source_share(tm: TranslationModel, src: str, tgt: str | None = None) -> go.F
     written before it (ALTI+)."""
     words, share = contrib.word_shares(contrib.contributions(tm, src, tgt))
     return source_share_figure(words, share, "Where each translated word came from")
+
+
+def head_atlas(tm: TranslationModel, compute: bool = True) -> go.Figure:
+    """Every head of every kind coloured by its strongest role over a corpus (the Atlas tab of What heads do):
+    the checkpoint's atlas.json, or computed here (a minute or a few; not saved) when it has none and compute."""
+    from app.checkpoints import languages
+    from app.figures.atlas import atlas_figure
+    from core.studies import atlas as core_atlas
+    found = core_atlas.read_atlas(tm.folder) if tm.folder else None
+    if found is None:
+        sentences, pairs, notes = core_atlas.load_corpora(languages(tm.card))
+        if not compute or not (sentences or pairs):
+            raise ValueError("This model has no atlas. " + " ".join(notes or ["compute=True computes one."]))
+        found = core_atlas.compute_atlas(tm, sentences, pairs, tm.card.name or "")
+    return atlas_figure(found)

@@ -92,3 +92,18 @@ def test_load_a_hugging_face_model_by_its_id_or_folder(tmp_path, monkeypatch):
     assert tm.card.extra["imported_from"]["hub"] == "facebook/wmt19-tiny"
     assert nb.load("facebook/wmt19-tiny").translate("a dog") == tm.translate("a dog")     # the cache, no network
     assert nb.load(folder).cfg == tm.cfg                                                  # the downloaded folder
+
+
+def test_head_atlas_of_a_shipped_checkpoint_and_computed_for_one_without(tm, tmp_path, monkeypatch):
+    from core.paths import REPO
+    from tests.helpers import FIXTURES
+    shipped = nb.head_atlas(nb.load(REPO / "checkpoints" / "news-small"), compute=False)   # its atlas.json
+    assert [t.type for t in shipped.data[:3]] == ["heatmap"] * 3
+    with pytest.raises(ValueError, match="no atlas"):
+        nb.head_atlas(tm, compute=False)
+    shared = tmp_path / "eval" / "ud-english-ewt"                    # the hand-made fixture, never the real data
+    shared.mkdir(parents=True)
+    (shared / "en_ewt-ud-dev.conllu").write_bytes((FIXTURES / "syntax" / "mini.conllu").read_bytes())
+    monkeypatch.setenv("ATTN_EXPLORER_SHARED", str(tmp_path))
+    fig = nb.head_atlas(tm)                      # no gold alignments there: the encoder's heads only
+    assert [t.type for t in fig.data].count("heatmap") == 1
