@@ -30,6 +30,8 @@ from app.figures.style import PRESENTER, readable
 from app.figures.toy import cross_grid, loss_figure
 from core import CheckpointError, TranslationModel
 from core.checkpoint.snapshots import read_probes, snapshot_steps
+from core.decoding_trace import TracedTranslation
+from core.model.trace import Sampling
 from core.studies import ablation, analysis, compare, pronouns, qk
 from core.studies import conllu
 from core.studies import syntax as sx
@@ -159,13 +161,13 @@ def _attention_view(key: CheckpointKey, src: str, tgt: str | None, beam: int, ki
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def heatmap_frame(rows: tuple, cols: tuple, row_title: str, col_title: str, zmax, presenter: bool,
-                  row_px: int = ROW_PX) -> dict:
+                  row_px: int = ROW_PX, words_on_top: bool = False, max_height: int | None = None) -> dict:
     """A styled one-head heatmap for these labels as a dict, shared by every session: switching the head (or the
-    layer) only swaps in another map and title (heatmap_from_frame), instead of building a figure. row_px: the most
-    pixels a row gets (heatmap_figure)."""
+    layer) only swaps in another map and title (heatmap_from_frame), instead of building a figure. row_px,
+    words_on_top, max_height (before presenter mode's x1.5): as heatmap_figure takes them."""
     fig = heatmap_figure(np.zeros((len(rows), len(cols)), np.float32), list(rows), list(cols), zmax=zmax,
                          row_title=row_title, col_title=col_title, text_scale=PRESENTER if presenter else 1.0,
-                         row_px=row_px)
+                         row_px=row_px, words_on_top=words_on_top, max_height=max_height)
     return readable(fig, presenter).to_dict()
 
 
@@ -431,3 +433,14 @@ def contribution_view(key: CheckpointKey, src: str, tgt: str | None, beam: int, 
     if view.maps.shape[1] != h:
         view.maps = np.broadcast_to(view.maps, (view.maps.shape[0], h, *view.maps.shape[2:]))
     return view
+
+
+# ---- How it writes ----
+
+@st.cache_resource(max_entries=16, show_spinner="The model is writing its translation, step by step…")
+def decoding_trace(key: CheckpointKey, src: str, beam: int, alpha: float, prefix: tuple | None = None,
+                   sampling: tuple | None = None) -> TracedTranslation:
+    """TranslationModel.trace of a sentence, shared read-only: a step change only reads it. prefix: target ids to
+    force first; sampling: (temperature, top_k, top_p, seed) to draw at random instead. ValueError for bad input."""
+    return load_model(key).trace(src, beam=beam, alpha=alpha, prefix=list(prefix) if prefix else None,
+                                 sampling=Sampling(*sampling) if sampling else None)

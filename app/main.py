@@ -10,6 +10,7 @@ from app.cache import unpin_checkpoint  # noqa: E402
 from app.run_log import log_run  # noqa: E402
 from app.sidebar import sidebar  # noqa: E402
 from app.startup import set_up_process  # noqa: E402
+from app.url_state import link_place  # noqa: E402
 
 set_up_process()                       # Plotly's template and torch's threads, before any figure is built
 
@@ -27,6 +28,7 @@ SECTIONS = {  # the sidebar's sections: (file, title, icon) of their pages; the 
         ("qk.py", "Queries and keys", ":material/scatter_plot:"),
         ("alignment.py", "Alignment", ":material/compare_arrows:"),
         ("pronouns.py", "Which pronoun?", ":material/quiz:"),
+        ("how_it_writes.py", "How it writes", ":material/edit_note:"),
         ("checkpoint.py", "Checkpoint", ":material/inventory_2:"),
     ],
     "The paper": [
@@ -46,6 +48,7 @@ PAGE_DOMAIN = {"paper_figures.py": "news", "pronouns.py": "news", "lesson.py": "
 written = {section: [st.Page(PAGES / f, title=t, icon=i) for f, t, i in pages if (PAGES / f).exists()]
            for section, pages in SECTIONS.items()}
 nav = st.navigation({section: pages for section, pages in written.items() if pages})
+link_place(st.sidebar.empty())         # "Copy link", under the pages: filled as the pages write their URL
 try:
     sidebar(prefer_domain=next((d for f, d in PAGE_DOMAIN.items() if nav.url_path == Path(f).stem), None))
     nav.run()

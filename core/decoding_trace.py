@@ -64,24 +64,28 @@ class TracedTranslation:
         return cross @ onehot
 
 
+def spell(tm, words: str) -> list[int]:
+    """Target words -> their pieces' ids; ValueError naming what the vocabulary has no piece for."""
+    ids = tm.tokenizer.encode(words.strip(), "tgt")
+    if tm.cfg.unk_id in ids:
+        unknown = [p for p, i in zip(tm.tokenizer.pieces(ids, "tgt"), ids) if i == tm.cfg.unk_id]
+        raise ValueError(f"The model's vocabulary cannot spell '{words.strip()}' (it has no piece for "
+                         f"{', '.join(repr(p) for p in unknown) or 'some of its letters'}): try another word.")
+    if not ids:
+        raise ValueError("Type a word to force: this one has no letters the model writes.")
+    return ids
+
+
 def forced_ids(tm, prefix) -> list[int]:
     """A prefix to force: None, text (encoded as target pieces) or a list of target ids -> its ids, the language
     token first where the model has one. ValueError, worded for a student, when it cannot be forced."""
     if prefix is None or (isinstance(prefix, str) and not prefix.strip()):
         return list(tm.tgt_prefix)
-    if isinstance(prefix, str):
-        ids = tm.tokenizer.encode(prefix.strip(), "tgt")
-        if tm.cfg.unk_id in ids:
-            unknown = [p for p, i in zip(tm.tokenizer.pieces(ids, "tgt"), ids) if i == tm.cfg.unk_id]
-            raise ValueError(f"The model's vocabulary cannot spell '{prefix.strip()}' (it has no piece for "
-                             f"{', '.join(repr(p) for p in unknown) or 'some of its letters'}): try another word.")
-    else:
-        ids = [int(i) for i in prefix]
+    ids = spell(tm, prefix) if isinstance(prefix, str) else [int(i) for i in prefix]
     if tm.tgt_prefix and ids[:1] != tm.tgt_prefix:
         ids = tm.tgt_prefix + ids
     specials = {tm.cfg.bos_id, tm.cfg.eos_id, tm.cfg.pad_id}
-    vocab = tm.cfg.vocab_size
-    if any(i in specials or not 0 <= i < vocab for i in ids):
+    if any(i in specials or not 0 <= i < tm.cfg.vocab_size for i in ids):
         raise ValueError("The words to force must be pieces of the model's vocabulary, not start, end or padding "
                          "tokens.")
     return ids

@@ -2,17 +2,21 @@
 
 At each step every live hypothesis gets its next-piece probabilities from the very function beam_search uses
 (_step_logprobs), and the same selection (select_candidates) keeps, prunes or finishes its candidates: so the traced
-best hypothesis is beam_search's, token for token. A second, cheap pass of the newest position alone (incremental,
-with its own cache) records the attention each hypothesis chose with; it never feeds the search, whose logits come
-from the fused attention kernel as in beam_search. Pure torch and numpy: ids in, a SearchTrace out.
+best hypothesis is beam_search's, token for token. The attention each hypothesis chose with is recorded from that
+same pass (AttentionRecorder): the search's attention runs in torch's fused kernel, which returns no weights, so a
+hook on each decoder attention recomputes softmax(q k^T / sqrt(d_k)) of the newest position from the query it was
+given and the keys in its cache; the output the search uses is never touched. Pure torch and numpy: ids in, a
+SearchTrace out.
 """
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from .attention import scaled_dot_product_attention
 from .decoding import (_length_limits, _step_logprobs, length_penalty, only_eos_at_limit, reorder_cache,
                        select_candidates)
 
@@ -74,6 +78,15 @@ class Hypothesis:
     cross: np.ndarray            # (N_dec, h, S): encoder-decoder attention of the position that chooses
     dec_self: np.ndarray         # (N_dec, h, len(tokens) + 1): its decoder self-attention
 
+    def probabilities(self, temperature: float = 1.0) -> np.ndarray:
+        """(V,) the next-piece distribution softmax(log P / temperature): 1 is the model's own (the paper's
+        decoding); below 1 sharper, above 1 flatter. The order of the pieces never changes."""
+        if not temperature > 0:
+            raise ValueError(f"The temperature must be above 0, not {temperature}.")
+        z = self.logprobs.astype(np.float64) / temperature
+        z = np.exp(z - z.max())
+        return z / z.sum()
+
 
 @dataclass
 class Finished:
@@ -121,14 +134,46 @@ class SearchTrace:
         return np.stack([self.steps[t].hyps[i].cross for t, i in self.path(end)], axis=2)
 
 
-def _weights(model, tokens, memory, src_mask, cache, t, head_mask):
-    """The newest position's attention, one incremental pass with need_weights: (cross (K, N_dec, h, S),
-    dec_self (K, N_dec, h, t + 1)), float32 numpy."""
-    _, self_attn, cross = model.decode(tokens[:, -1:], memory, src_mask, need_weights=True, cache=cache, start=t,
-                                       head_mask=head_mask)
-    def stack(maps):                                           # layers of (K, h, 1, keys) -> (K, L, h, keys)
-        return torch.stack([m[:, :, 0] for m in maps], 1).float().cpu().numpy()
-    return stack(cross), stack(self_attn)
+_RECORDING = contextvars.ContextVar("attention_recorder", default=None)
+
+
+class AttentionRecorder:
+    """While open (`with AttentionRecorder(model) as rec:`), keeps the attention probabilities of the newest decoder
+    position of every incremental decoder pass in this thread; take() hands them over. Other threads' calls on the
+    same (shared) model are not recorded: the hooks act only for the recorder that is active in their context."""
+
+    def __init__(self, model):
+        self.model, self._handles, self._token = model, [], None
+        self.maps = {"dec_self": [], "cross": []}
+
+    def __enter__(self):
+        for layer in self.model.decoder:
+            for kind, module in (("dec_self", layer.self_attn), ("cross", layer.cross_attn)):
+                self._handles.append(module.register_forward_hook(self._hook(kind), with_kwargs=True))
+        self._token = _RECORDING.set(self)
+        return self
+
+    def __exit__(self, *exc):
+        _RECORDING.reset(self._token)
+        for handle in self._handles:
+            handle.remove()
+
+    def _hook(self, kind: str):
+        def hook(module, args, kwargs, output):
+            cache = kwargs.get("cache")
+            if _RECORDING.get() is not self or cache is None:
+                return
+            (q,) = module._project(args[0], module.w_q)                         # (K, h, 1, d_k): the query used
+            mask = args[3] if len(args) > 3 else kwargs.get("mask")
+            _, probs = scaled_dot_product_attention(q[:, :, -1:], cache["k"], cache["v"], mask)  # (K, h, 1, keys)
+            self.maps[kind].append(probs[:, :, 0])
+        return hook
+
+    def take(self) -> tuple[np.ndarray, np.ndarray]:
+        """(cross (K, N_dec, h, S), dec_self (K, N_dec, h, t + 1)) of the last pass, float32 numpy."""
+        out = tuple(torch.stack(self.maps[kind], 1).float().cpu().numpy() for kind in ("cross", "dec_self"))
+        self.maps = {"dec_self": [], "cross": []}
+        return out
 
 
 def _candidates(probs: torch.Tensor, top: list, logprob: float, taken: dict) -> tuple[list, float]:
@@ -156,18 +201,20 @@ def traced_search(model, src, beam: int = 4, alpha: float = 0.6, forced=(), top_
     memory, src_mask, _ = model.encode(src, head_mask=head_mask)
     memory, src_mask = memory.repeat_interleave(K, 0), src_mask.repeat_interleave(K, 0)
     limit = int(_length_limits(model, src, max_extra)[0])
-    cache, weights_cache = [{} for _ in model.decoder], [{} for _ in model.decoder]
+    cache = [{} for _ in model.decoder]
     tokens = torch.full((K, 1), cfg.bos_id, dtype=torch.long, device=dev)
     scores = torch.full((1, K), float("-inf"), device=dev)
     scores[:, 0] = 0.0                                     # all beams start as one hypothesis
     generator = torch.Generator().manual_seed(sampling.seed) if sampling else None
     steps, finished, parents = [], [], [None] * K
+    recorder = AttentionRecorder(model)
     for t in range(limit):
-        logp = _step_logprobs(model, tokens, memory, src_mask, cache, t, head_mask)   # (K, V): as beam_search
+        with recorder:
+            logp = _step_logprobs(model, tokens, memory, src_mask, cache, t, head_mask)   # (K, V): as beam_search
+        cross, dec_self = recorder.take()
         model_logp = logp.clone()                                                     # before the length limit
         V = logp.size(-1)
         only_eos_at_limit(logp, torch.full((K,), t + 1 >= limit, device=dev), cfg.eos_id)
-        cross, dec_self = _weights(model, tokens, memory, src_mask, weights_cache, t, head_mask)
         if t < len(forced):
             kept, ended = [(float(scores[0, 0] + logp[0, forced[t]]), 0, int(forced[t]))], []
         elif sampling:
@@ -198,7 +245,6 @@ def traced_search(model, src, beam: int = 4, alpha: float = 0.6, forced=(), top_
         tokens, scores = torch.cat([tokens[reorder], new_tok[:, None]], dim=1), new_scores
         parents = [k for _, k, _ in kept] + [None] * (K - len(kept))
         reorder_cache(cache, reorder)
-        reorder_cache(weights_cache, reorder)
     winner = max(finished, key=lambda f: f.score) if finished else None
     if winner is None:                                  # no hypothesis ended: the best live one, as beam_search
         best, best_logprob, best_score = tokens[0, 1:].tolist(), float(scores[0, 0]), 0.0
