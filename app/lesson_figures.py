@@ -15,7 +15,7 @@ import numpy as np
 
 from app.demo import default_sentence
 from app.figures import alignment as alignment_figs
-from app.figures import attention, paper, positional, pronouns, sdpa, toy
+from app.figures import attention, decoding, paper, positional, pronouns, sdpa, toy
 from app.text import md_escape
 from core.studies import alignment as al
 from core.studies import analysis
@@ -259,6 +259,67 @@ def pronoun_answer(model, options) -> Answer:
                        "probability.")
 
 
+# ---- which word comes next, and greedy or beam search (the "How it writes" page) ----
+
+def _writing(model, options, beam: int = 1):
+    """The trace of the step's sentence (default: the paper's Figure 4 sentence), teacher-forced on the German
+    words of `after` (default: none), and the step that chooses next: the first after them, else the step where
+    the model was least sure of its word."""
+    sentence = options.get("sentence") or pf.FIGURES[4][1]
+    tr = model.trace(sentence, beam=beam, prefix=options.get("after") or None)
+    if options.get("after") or len(tr.steps) <= 1:
+        return tr, min(tr.forced, len(tr.steps) - 1)
+    sure = [s.hyps[0].candidates[0].prob for s in tr.steps[:-1]]          # the last step ends the sentence
+    return tr, int(np.argmin(sure[1:])) + 1 if len(sure) > 1 else 0
+
+
+def next_word_before(model, options) -> Before:
+    tr, step = _writing(model, options)
+    written = tr.text(tr.steps[step].hyps[0].tokens)
+    return Before(f"**English:** {md_escape(tr.src)}  \n**The model has written:** *{md_escape(written)} …*")
+
+
+def next_word_answer(model, options) -> Answer:
+    tr, step = _writing(model, options)
+    h = tr.steps[step].hyps[0]
+    fig = decoding.candidates_figure(tr, step, 0, title="Which word comes next?")
+    best = [f"**{md_escape(decoding.piece_label(p))}** {c.prob:.0%}" if i == 0 else
+            f"{md_escape(decoding.piece_label(p))} {c.prob:.0%}"
+            for i, (p, c) in enumerate(zip(tr.pieces([c.token for c in h.candidates[:4]]), h.candidates[:4]))]
+    return Answer(fig, f"The model's probabilities for the next piece: {', '.join(best)}; every other piece "
+                       f"together {h.other:.0%}. Greedy decoding writes the first.")
+
+
+def _first_difference(greedy: list, beam: list) -> int:
+    """The first step at which two translations' pieces differ (the shorter's length if one starts the other)."""
+    return next((i for i, (a, b) in enumerate(zip(greedy, beam)) if a != b), min(len(greedy), len(beam)))
+
+
+def greedy_beam_before(model, options) -> Before:
+    greedy, _ = _writing(model, {**options, "after": None}, beam=1)
+    return Before(f"**English:** {md_escape(greedy.src)}  \n**Greedy** (the most probable piece at each step): "
+                  f"*{md_escape(greedy.translation)}*")
+
+
+def greedy_beam_answer(model, options) -> Answer:
+    beam = int(options["beam"])
+    if beam < 2:
+        raise ValueError(f"the option 'beam' must be 2 or more (it is {beam}): beam search against greedy")
+    greedy, _ = _writing(model, {**options, "after": None}, beam=1)
+    searched, _ = _writing(model, {**options, "after": None}, beam=beam)
+    split = _first_difference(greedy.tokens, searched.tokens)
+    fig = decoding.beam_tree_figure(searched, step=min(split, len(searched.steps) - 1), window=7,
+                                    title=f"Beam search, {beam} beams")
+    fact = (f"Greedy: log P {greedy.logprob:.2f}, score {greedy.score:.2f}. Beam search: *"
+            f"{md_escape(searched.translation)}*, log P {searched.logprob:.2f}, score {searched.score:.2f}. ")
+    if greedy.tokens == searched.tokens:
+        fact += "The same translation: here the most probable piece at each step was also the best sentence."
+    else:
+        fact += (f"They part at step {split + 1}: beam search kept a less likely piece there and found a sentence "
+                 f"the model likes {'more' if searched.score > greedy.score else 'less'} in all.")
+    return Answer(fig, fact)
+
+
 # ---- a tiny Transformer learns to reverse digits (the "Watch it learn" page) ----
 
 def toy_config(options) -> toy_task.ToyConfig:
@@ -318,6 +379,12 @@ FIGURES = {
     "pronoun": LessonFigure("pronouns.py", "app.figures.pronouns.form_figure",
                             "the model's probability of each German form of 'its'", pronoun_before, pronoun_answer,
                             {"item": 1}),
+    "next_word": LessonFigure("how_it_writes.py", "app.figures.decoding.candidates_figure",
+                              "the model's probability of each next piece, at one step of its translation",
+                              next_word_before, next_word_answer, {"sentence": None, "after": None}),
+    "greedy_or_beam": LessonFigure("how_it_writes.py", "app.figures.decoding.beam_tree_figure",
+                                   "greedy decoding and beam search side by side, the beam as a tree",
+                                   greedy_beam_before, greedy_beam_answer, {"sentence": None, "beam": 4}),
     "watch_it_learn": LessonFigure("watch_it_learn.py", "app.figures.toy.cross_grid",
                                    "a tiny Transformer's cross-attention before and after it learns", toy_before,
                                    toy_answer, {"task": "reverse", "digits": "31859264"}, depends="nothing",

@@ -117,7 +117,8 @@ def beam_tree_figure(trace, step: int | None = None, window: int = 9, title: str
             place.append("top center" if t % 2 else "bottom center")     # neighbours' labels never meet
             x.append(t)
             y.append(i)
-            lab.append("" if kind == "dead" else safe(_cut(piece_label(trace.pieces(h.tokens[-1:])[0]))))
+            named = kind != "dead" or i == 0            # a pruned node keeps its word only at the top of the beam
+            lab.append(safe(_cut(piece_label(trace.pieces(h.tokens[-1:])[0]))) if named else "")
             hov.append(f"{_node_text(trace, h.tokens)}<br>log P {h.logprob:.2f} · score {h.score:.2f}")
     fig = go.Figure()
     styles = {"dead": (DEAD, 1, "pruned (its line ends without finishing)"), "live": (LIVE, 1.6, "kept"),

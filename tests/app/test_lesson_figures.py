@@ -158,6 +158,24 @@ def test_the_pronoun_answer_is_the_models_most_probable_form(model):
         FIGURES["pronoun"].answer(model, {"item": 10_000})
 
 
+def test_the_next_word_answer_is_the_models_distribution_after_the_words_given(model):
+    options = {"sentence": "The cat sat on the mat.", "after": "Die Katze"}
+    a = FIGURES["next_word"].answer(model, options)
+    tr = model.trace(options["sentence"], beam=1, prefix="Die Katze")
+    h = tr.steps[tr.forced].hyps[0]
+    assert list(a.fig.data[0].x)[:3] == pytest.approx([c.prob for c in h.candidates[:3]])
+    assert f"{h.candidates[0].prob:.0%}" in a.fact and "Die Katze" in FIGURES["next_word"].before(model, options).text
+
+
+def test_the_greedy_or_beam_answer_gives_both_searches_scores(model):
+    a = FIGURES["greedy_or_beam"].answer(model, {"sentence": "The cat sat on the mat.", "beam": 3})
+    greedy, beam = (model.trace("The cat sat on the mat.", beam=b) for b in (1, 3))
+    assert f"log P {greedy.logprob:.2f}" in a.fact and f"log P {beam.logprob:.2f}" in a.fact
+    assert a.fig.layout.title.text == "Beam search, 3 beams"
+    with pytest.raises(ValueError, match="2 or more"):
+        FIGURES["greedy_or_beam"].answer(model, {"sentence": None, "beam": 1})
+
+
 def test_the_toy_answer_shows_before_and_after_training(model, short_toy):
     before = FIGURES["watch_it_learn"].before(model, {"task": "reverse", "digits": "1234"})
     after = FIGURES["watch_it_learn"].answer(model, {"task": "reverse", "digits": "1234"})
