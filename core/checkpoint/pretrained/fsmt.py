@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.model.config import TransformerConfig
-from core.tokenizer_moses import MosesBPETokenizer, read_merges
 from .common import (Architecture, Converted, Converter, HFImportError, build_config, check_sizes,
                      checked_eos, guess_source, optional_json, read_json, read_weights)
 
@@ -38,8 +37,9 @@ def fsmt_config(hf: dict) -> TransformerConfig:
         pad_id=pad, unk_id=3, bos_id=hf.get("decoder_start_token_id", eos), eos_id=eos)
 
 
-def load_tokenizer(hf_dir: Path, hf: dict, cfg: TransformerConfig) -> MosesBPETokenizer:
+def load_tokenizer(hf_dir: Path, hf: dict, cfg: TransformerConfig):
     """merges.txt, vocab-src.json and vocab-tgt.json -> our Moses + BPE tokenizer, checked against the config."""
+    from core.tokenizer_moses import MosesBPETokenizer, read_merges   # here: sacremoses takes 0.5 s to import
     if optional_json(hf_dir / "tokenizer_config.json").get("do_lower_case"):
         raise HFImportError("tokenizer_config.json asks to lower-case the text: not supported.")
     vocabs = {"src": read_json(hf_dir / "vocab-src.json"), "tgt": read_json(hf_dir / "vocab-tgt.json")}

@@ -11,9 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from huggingface_hub import HfApi, hf_hub_download, snapshot_download
 from huggingface_hub import errors as hub_errors
-from huggingface_hub.utils import validate_repo_id
 from tqdm.auto import tqdm
 
 from .common import PICKLES, SAFE_CONVERT, HFImportError, read_json
@@ -60,6 +58,7 @@ def looks_like_repo_id(text: str) -> bool:
     """'Helsinki-NLP/opus-mt-en-de' (an owner and a name; huggingface_hub's own rules), not a path on this machine."""
     if text.count("/") != 1 or Path(text).exists():
         return False
+    from huggingface_hub.utils import validate_repo_id
     try:
         validate_repo_id(text)
     except hub_errors.HFValidationError:
@@ -86,6 +85,7 @@ def fetch(repo_id: str, revision: str | None = None, limits: Limits | None = Non
     offline), or HFImportError saying why not. progress: None, or a function of (fraction, text)."""
     if offline():
         return from_cache(repo_id, revision, "HF_HUB_OFFLINE is set")
+    from huggingface_hub import HfApi, snapshot_download     # here: the client takes 0.4 s to import
     api = HfApi(endpoint=endpoint())
     try:
         info = api.model_info(repo_id, revision=revision, files_metadata=True)
@@ -156,6 +156,7 @@ def check_room(repo_id: str, download: int, weights: int, limits: Limits) -> Non
 
 def download_one(repo_id: str, filename: str, revision: str | None) -> Path:
     """One small file of the repo (config.json), or HFImportError."""
+    from huggingface_hub import hf_hub_download
     try:
         return Path(hf_hub_download(repo_id, filename, revision=revision, cache_dir=hub_cache(), endpoint=endpoint()))
     except Exception as e:       # the client's network errors, HTTP errors
@@ -164,6 +165,7 @@ def download_one(repo_id: str, filename: str, revision: str | None) -> Path:
 
 def from_cache(repo_id: str, revision: str | None, why: str) -> Fetched:
     """The files of repo_id already in the Hugging Face cache (no network), or HFImportError saying so."""
+    from huggingface_hub import snapshot_download
     try:
         folder = Path(snapshot_download(repo_id, revision=revision, allow_patterns=list(WANTED),
                                         cache_dir=hub_cache(), local_files_only=True))
