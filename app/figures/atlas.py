@@ -13,6 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from app.figures.tokens import safe
 from core.studies.atlas import KINDS, ROLES
 from core.views import KINDS as KIND_NAMES
 
@@ -21,7 +22,7 @@ COLOURS = {   # one colour per role; resting and "no role" in greys: they are th
     "alignment": "#ff7f0e", "next_source": "#e377c2", "resting": "#b0b0b0", None: "#eeeeee",
 }
 LABELS = {"previous": "prev", "next": "next", "syntax": "syn", "long": "long", "anaphora": "ana",
-          "alignment": "align", "next_source": "next src", "resting": "rest", None: "–"}
+          "alignment": "align", "next_source": "src", "resting": "rest", None: "–"}
 ORDER = list(COLOURS)
 
 
@@ -44,9 +45,9 @@ def _hover(e: dict) -> str:
     role = e["role"]
     what = role_name(role) + (f" ({e['detail']})" if e.get("detail") else "")
     if role is None:
-        return f"layer {e['layer']}, head {e['head']}: {what} (best margin {e['margin']:+.1f} points)"
+        return f"layer {e['layer']}, head {e['head']}: {safe(what)} (best margin {e['margin']:+.1f} points)"
     score, base = e["scores"][role]
-    return f"layer {e['layer']}, head {e['head']}: {what}<br>{score:.1f}% vs baseline {base:.1f}%"
+    return f"layer {e['layer']}, head {e['head']}: {safe(what)}<br>{score:.1f}% vs baseline {base:.1f}%"
 
 
 def atlas_figure(atlas: dict, title: str = "What every head does most, over a corpus") -> go.Figure:
@@ -73,7 +74,7 @@ def atlas_figure(atlas: dict, title: str = "What every head does most, over a co
         fig.update_yaxes(title_text="layer" if col == 1 else None, dtick=1, autorange="reversed", row=1, col=col)
     used = [r for r in ORDER if any(e["role"] == r for k in kinds for e in atlas["heads"][k])]
     for role in used:                                                     # the legend: one invisible point a role
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=role_name(role),
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=safe(role_name(role)),
                                  marker=dict(size=12, color=COLOURS[role], symbol="square")))
     fig.update_layout(title=title, height=380, legend=dict(orientation="h", y=-0.25), plot_bgcolor="white",
                       margin=dict(t=70, b=40))
@@ -88,10 +89,11 @@ def head_table(entry: dict) -> pd.DataFrame:
 
 
 def explorer_link(checkpoint: str, kind: str, layer: int, head: int, src: str, tgt: str | None = None) -> str:
-    """A link that opens a sentence in the explorer on one head (layer and head from 1; app.url_state's names)."""
+    """A link that opens a sentence in the explorer on one head (layer and head from 1; app.url_state's names). The
+    explorer is the app's first page: its address is the app's own ("./", whatever the page the link sits on)."""
     params = {"checkpoint": checkpoint, "text": src, **({"tgt": tgt} if tgt else {}), "kind": kind,
               "layer": layer, "head": head}
-    return "explorer?" + urlencode(params)
+    return "./?" + urlencode(params)
 
 
 def roles_by_layer_table(atlas: dict, kind: str) -> pd.DataFrame:

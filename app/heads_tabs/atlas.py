@@ -87,8 +87,8 @@ def head_details(ckpt, atlas: dict, kind: str, entry: dict) -> None:
                     f"the roles below beats its baseline by {atlas['margin']:g} points.")
     else:
         score, base = entry["scores"][role]
-        st.markdown(f"**Layer {entry['layer']}, head {entry['head']}** {what}: {score:.1f}% against a baseline "
-                    f"of {base:.1f}%.")
+        st.markdown(f"**Layer {entry['layer']}, head {entry['head']}** {md_escape(what)}: {score:.1f}% against a "
+                    f"baseline of {base:.1f}%.")
     st.dataframe(figs.head_table(entry), hide_index=True)
     examples = entry.get("examples", [])
     if examples:

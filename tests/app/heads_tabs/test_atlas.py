@@ -32,7 +32,7 @@ def test_the_shipped_atlas_shows_and_a_head_opens_in_the_explorer(checkpoint):
     assert not at.exception
     text = " ".join(m.value for m in at.markdown)
     assert f"**Layer {shown['layer']}, head {shown['head']}**" in text
-    assert f"](explorer?checkpoint={checkpoint}&text=" in text
+    assert f"](./?checkpoint={checkpoint}&text=" in text
     assert f"&kind=cross&layer={shown['layer']}&head={shown['head']})" in text
 
 
