@@ -24,6 +24,7 @@ from app.checkpoints import checkpoint_folder, load_with_progress
 from app.figures import style
 from app.figures.attention import COL_TITLES, ROW_TITLES, head_view_figure, heatmap_figure, model_view_figure
 from app.figures.contributions import source_share_figure
+from app.figures.decoding import beam_tree_figure, candidates_figure
 from app.figures.paper import figure_set, find_heads
 from core import TranslationModel
 from core.checkpoint.pretrained import is_pretrained_source, pretrained_checkpoint
@@ -158,3 +159,23 @@ def head_atlas(tm: TranslationModel, compute: bool = True) -> go.Figure:
             raise ValueError("This model has no atlas. " + " ".join(notes or ["compute=True computes one."]))
         found = core_atlas.compute_atlas(tm, sentences, pairs, tm.card.name or "")
     return atlas_figure(found)
+
+
+def next_pieces(tm: TranslationModel, src: str, step: int = 1, beam: int = 1, prefix: str | None = None,
+                temperature: float = 1.0, top_k: int = 10) -> go.Figure:
+    """The candidates for the next piece at one step (1-based) of the model's translation ("How it writes"): their
+    probabilities as bars, coloured by what the search did with them, on the winner's way. prefix: German words to
+    force first; temperature: redraw the bars as softmax(log P / T) (the search itself uses 1)."""
+    tr = tm.trace(src, beam=beam, prefix=prefix, top_k=top_k)
+    t = _index(len(tr.steps), step, "step")
+    return candidates_figure(tr, t, dict(tr.search.path()).get(t, 0), temperature)
+
+
+def beam_tree(tm: TranslationModel, src: str, beam: int = 4, alpha: float = 0.6, step: int | None = None,
+              window: int | None = None) -> go.Figure:
+    """The beam search as a tree of hypotheses over the steps ("How it writes"): the winner's way red, pruned lines
+    grey, finished hypotheses as stars with their scores on hover. step (1-based) is shaded; window: how many steps
+    the x axis shows (default all of them; drag to scroll)."""
+    tr = tm.trace(src, beam=beam, alpha=alpha)
+    t = None if step is None else _index(len(tr.steps), step, "step")
+    return beam_tree_figure(tr, t, window or len(tr.steps) + 1, f"Beam search, {beam} beams: {tr.translation}")

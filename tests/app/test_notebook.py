@@ -107,3 +107,15 @@ def test_head_atlas_of_a_shipped_checkpoint_and_computed_for_one_without(tm, tmp
     monkeypatch.setenv("ATTN_EXPLORER_SHARED", str(tmp_path))
     fig = nb.head_atlas(tm)                      # no gold alignments there: the encoder's heads only
     assert [t.type for t in fig.data].count("heatmap") == 1
+
+
+def test_next_pieces_and_beam_tree_are_the_pages_figures(tm):
+    from app.figures.decoding import beam_tree_figure, candidates_figure
+    tr = tm.trace(SRC, beam=1)
+    assert nb.next_pieces(tm, SRC, step=2).to_plotly_json() == candidates_figure(tr, 1, 0).to_plotly_json()
+    tree = nb.beam_tree(tm, SRC, beam=3)
+    searched = tm.trace(SRC, beam=3)
+    assert tree.to_plotly_json() == beam_tree_figure(searched, None, len(searched.steps) + 1,
+                                                     f"Beam search, 3 beams: {searched.translation}").to_plotly_json()
+    with pytest.raises(ValueError, match="no step 99"):
+        nb.next_pieces(tm, SRC, step=99)
