@@ -80,9 +80,10 @@ def byte_bar(progress: Callable | None, what: str, total: int):
 
 
 def fetch(repo_id: str, revision: str | None = None, limits: Limits | None = None,
-          progress: Callable | None = None) -> Fetched:
+          progress: Callable | None = None, converted_to: Path | None = None) -> Fetched:
     """The files of `repo_id` a conversion needs, downloaded into the Hugging Face cache (or found there when
-    offline), or HFImportError saying why not. progress: None, or a function of (fraction, text)."""
+    offline), or HFImportError saying why not. progress: None, or a function of (fraction, text); converted_to:
+    where the converted copy will go, for the check of free disk."""
     if offline():
         return from_cache(repo_id, revision, "HF_HUB_OFFLINE is set")
     from huggingface_hub import HfApi, snapshot_download     # here: the client takes 0.4 s to import
@@ -109,7 +110,7 @@ def fetch(repo_id: str, revision: str | None = None, limits: Limits | None = Non
         raise HFImportError(f"'{repo_id}' is a {arch.name} model but lacks {', '.join(missing)}: the explorer "
                             f"needs model.safetensors, {', '.join(arch.needed)}.")
     download = sum(sizes[n] for n in wanted)
-    check_room(repo_id, download, sizes["model.safetensors"], limits or Limits())
+    check_room(repo_id, download, sizes["model.safetensors"], limits or Limits(), converted_to)
     try:
         folder = snapshot_download(repo_id, revision=revision, allow_patterns=wanted, cache_dir=hub_cache(),
                                    endpoint=endpoint(), tqdm_class=byte_bar(progress, repo_id, download))
@@ -139,19 +140,29 @@ def check_files(repo_id: str, sizes: dict) -> list[str]:
     return sorted(n for n in names if n in WANTED)
 
 
-def check_room(repo_id: str, download: int, weights: int, limits: Limits) -> None:
-    """HFImportError when the download is over the limit or would not fit on the disk with its converted copy."""
+def existing(folder: Path) -> Path:
+    """The folder, or the nearest of its parents that exists (a cache not made yet lies on its parent's disk)."""
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder
+
+
+def check_room(repo_id: str, download: int, weights: int, limits: Limits, converted_to: Path | None = None) -> None:
+    """HFImportError when the download is over the limit, or when it (in the Hugging Face cache) and its converted
+    copy (in converted_to, at most as big as the weights) would not fit on their disks."""
     if limits.max_bytes is not None and download > limits.max_bytes:
         raise HFImportError(f"'{repo_id}' is {download / 1e9:.2f} GB to download; this server allows at most "
                             f"{limits.max_bytes / 1e9:.2f} GB (ATTN_EXPLORER_HUB_MAX_GB).")
-    need = download + weights              # the files, then the converted checkpoint (at most as big as them)
-    folder = hub_cache()
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    free = shutil.disk_usage(folder).free
-    if need > free:
-        raise HFImportError(f"'{repo_id}' needs about {need / 1e9:.2f} GB of disk (download and converted copy); "
-                            f"{free / 1e9:.2f} GB is free. Free some space or choose a smaller model.")
+    need: dict[int, list] = {}                            # disk -> [bytes needed there, a folder on it]
+    for folder, size in [(existing(hub_cache()), download), (existing(converted_to or hub_cache()), weights)]:
+        disk = need.setdefault(folder.stat().st_dev, [0, folder])
+        disk[0] += size
+    for size, folder in need.values():
+        free = shutil.disk_usage(folder).free
+        if size > free:
+            raise HFImportError(f"'{repo_id}' needs about {size / 1e9:.2f} GB of disk at {folder} (download and "
+                                f"converted copy); {free / 1e9:.2f} GB is free. Free some space or choose a smaller "
+                                "model.")
 
 
 def download_one(repo_id: str, filename: str, revision: str | None) -> Path:

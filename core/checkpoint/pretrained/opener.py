@@ -103,7 +103,7 @@ def pretrained_checkpoint(source, revision: str | None = None, src_lang: str | N
         if is_folder:
             hf_dir, extra, name = Path(source), {}, None
         else:
-            fetched = fetch(source, revision, limits, _share(progress, 0.0, 0.8))
+            fetched = fetch(source, revision, limits, _share(progress, 0.0, 0.8), target.parent)
             hf_dir, name = fetched.folder, source
             extra = {"hub": source, "revision": revision or "main", "commit": fetched.commit}
         try:

@@ -2,6 +2,7 @@
 HF_ENDPOINT pointed at it) serving tiny random models built here: what is downloaded, what is refused before any
 weight is, the cache of converted models, offline use, and damaged downloads. Nothing reaches the internet."""
 import json
+from collections import namedtuple
 
 import pytest
 import torch
@@ -16,6 +17,7 @@ from tests.core.checkpoint.pretrained.fake_hub import serving  # noqa: E402
 from tests.core.checkpoint.pretrained.hf_models import SENTENCES, Evil, build_fsmt  # noqa: E402
 
 REPO = "facebook/wmt19-tiny"
+shutil_usage = namedtuple("usage", "total used free")    # what shutil.disk_usage returns
 
 
 @pytest.fixture(scope="module")
@@ -123,4 +125,11 @@ def test_a_pickle_only_repo_is_refused_and_nothing_is_downloaded(hub, fsmt_repo,
 def test_a_model_over_the_limit_is_refused_before_it_downloads(hub):
     with pytest.raises(HFImportError, match="GB to download; this server allows at most 0.00 GB"):
         pretrained_checkpoint(REPO, limits=Limits(max_bytes=1000))
+    assert "model.safetensors" not in hub.fetched() and nothing_half_made()
+
+
+def test_a_model_bigger_than_the_free_disk_is_refused_before_it_downloads(hub, monkeypatch):
+    monkeypatch.setattr("shutil.disk_usage", lambda folder: shutil_usage(total=10**9, used=10**9 - 1000, free=1000))
+    with pytest.raises(HFImportError, match="GB of disk at .* is free. Free some space"):
+        pretrained_checkpoint(REPO)
     assert "model.safetensors" not in hub.fetched() and nothing_half_made()
