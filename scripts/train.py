@@ -26,6 +26,8 @@ from core.data import collate, token_batches
 from core.model.grow import describe_growth
 from core.training.state import load_state, read_info
 from core.checkpoint import write_json
+from core.training.fast import FAST_LOG_EVERY, use_fast_path
+from core.training.fast_loop import Loop, train_fast
 from core.training.memory import keep_freed_memory, keep_matmul_kernels
 from core.training.precision import autocast, pick_precision
 from core.training.probes import Probes
@@ -85,10 +87,19 @@ def parse_args(argv=None):
                    help="auto: bf16 autocast on CUDA and on CPUs with native bf16, else fp32")
     p.add_argument("--seed", type=int, default=1)
     cli.add_threads(p)
-    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--fast", default="auto", choices=["auto", "on", "off"],
+                   help="the GPU's step (core/training/fast.py): fixed-shape batches on the device, a compiled step, "
+                        "the sums read every --log-every steps; auto: on CUDA with one process (the CPU keeps its own)")
+    p.add_argument("--compile", nargs="?", const="on", default="auto", choices=["auto", "on", "off"],
+                   help="torch.compile the step (auto: with --fast on CUDA; off on a CPU, where it was slower)")
+    p.add_argument("--compile-backend", default="inductor",
+                   help="torch.compile's backend (aot_eager: traced but not code-generated, for rehearsals on a CPU)")
+    p.add_argument("--compile-mode", default=None,
+                   help="torch.compile's mode, e.g. reduce-overhead (CUDA graphs, one per length bucket)")
     cli.add_device(p)
     cli.add_progress(p)
-    p.add_argument("--log-every", type=int, default=1, help="steps between JSONL log lines")
+    p.add_argument("--log-every", type=int, default=None,
+                   help="steps between JSONL log lines (default 1; on the fast path 50, each line waits for the GPU)")
     args = p.parse_args(argv)
     if args.cooldown and not 0 < args.cooldown <= args.max_steps:
         p.error("--cooldown STEPS needs --max-steps (the step where the learning rate reaches 0), "
@@ -153,8 +164,15 @@ def main(argv=None):
         if main_proc:
             print(f"resumed at step {info['step']} (epoch {info['epoch']}, batch {info['pos']})", flush=True)
     n_params = sum(p.numel() for p in model.parameters())
+    try:
+        fast = use_fast_path(args.fast, device, world)
+    except ValueError as e:
+        sys.exit(f"error: {e}")
+    args.fast_used = fast
+    args.log_every = args.log_every or (FAST_LOG_EVERY if fast else 1)
+    args.compile_used = args.compile == "on" or (args.compile == "auto" and fast and device.type == "cuda")
     train_model = model
-    if args.compile:
+    if args.compile_used and not fast:
         train_model = torch.compile(model)
     if world > 1:
         train_model = torch.nn.parallel.DistributedDataParallel(
@@ -162,7 +180,9 @@ def main(argv=None):
     args.precision_used, why = pick_precision(args.precision, device)
     amp = autocast(args.precision_used, device)
     if main_proc:
-        print(f"precision: {args.precision_used} ({why})", flush=True)
+        print(f"precision: {args.precision_used} ({why})"
+              + (f"; the fast path, {'compiled' if args.compile_used else 'not compiled'}" if fast else ""),
+              flush=True)
     probes = Probes(args, tokenizer, model) if (args.probe_every and main_proc and args.out) else None
     log = JsonlLog(run / "train_log.jsonl", info["step"]) if main_proc else None
     if main_proc:
@@ -179,14 +199,18 @@ def main(argv=None):
         print(f"{len(pairs)} training pairs ({skipped} longer than {args.max_len} tokens left out{cut}); "
               f"{sum(t for _, t in lengths)} target tokens an epoch; {world} process(es) on {device}", flush=True)
     n_micro = world * args.accum
-    epoch_batches = token_batches(lengths, args.max_tokens, seed=args.seed + info["epoch"])
+    # (the fast path cuts its own batches, by length bucket)
+    epoch_batches = [] if fast else token_batches(lengths, args.max_tokens, seed=args.seed + info["epoch"])
     info["epoch_batches"] = len(epoch_batches)   # for the card's fractional epoch count
     bar = progress(args, info["step"], main_proc)
     t_start, last_save, step_tokens_t = time.time() - info["elapsed_s"], time.time(), time.time()
     model.train()
     stop = StopSignal()
     info.pop("stopped_by_signal", None)             # a resumed run that was stopped by a signal goes on
-    while not finished(args, info, len(epoch_batches), time.time() - t_start, world, stop.requested):
+    if fast:                                        # the GPU's loop; the eager one below is the CPU's
+        train_fast(Loop(args, model, opt, sched, info, epoch_pairs, cfg, device, amp, run, t_start, log, bar,
+                        valid, probes, stop))
+    while not fast and not finished(args, info, len(epoch_batches), time.time() - t_start, world, stop.requested):
         if info["pos"] + n_micro > len(epoch_batches):        # the rest does not fill an update: next epoch
             info["epoch"], info["pos"] = info["epoch"] + 1, 0
             pairs, skipped, lengths = epoch_pairs(info["epoch"])
