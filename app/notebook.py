@@ -161,13 +161,14 @@ def head_atlas(tm: TranslationModel, compute: bool = True) -> go.Figure:
     return atlas_figure(found)
 
 
-def next_pieces(tm: TranslationModel, src: str, step: int = 1, beam: int = 1, prefix: str | None = None,
+def next_pieces(tm: TranslationModel, src: str, step: int | None = None, beam: int = 1, prefix: str | None = None,
                 temperature: float = 1.0, top_k: int = 10) -> go.Figure:
-    """The candidates for the next piece at one step (1-based) of the model's translation ("How it writes"): their
-    probabilities as bars, coloured by what the search did with them, on the winner's way. prefix: German words to
-    force first; temperature: redraw the bars as softmax(log P / T) (the search itself uses 1)."""
+    """The candidates for the next piece at one step (1-based; default: the first after the prefix) of the model's
+    translation ("How it writes"): their probabilities as bars, coloured by what the search did with them, on the
+    winner's way. prefix: German words to force first; temperature: redraw the bars as softmax(log P / T) (the
+    search itself uses 1)."""
     tr = tm.trace(src, beam=beam, prefix=prefix, top_k=top_k)
-    t = _index(len(tr.steps), step, "step")
+    t = min(tr.forced, len(tr.steps) - 1) if step is None else _index(len(tr.steps), step, "step")
     return candidates_figure(tr, t, dict(tr.search.path()).get(t, 0), temperature)
 
 

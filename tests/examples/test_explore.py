@@ -31,4 +31,5 @@ def test_runs_and_draws_every_figure(tmp_path):
     assert not list(Path(tmp_path).iterdir())           # it writes nothing
 
 
-FIGURES = {"head_map", "model_view", "head_view", "paper_figure", "contributions_map", "source_share"}
+FIGURES = {"head_map", "model_view", "head_view", "paper_figure", "contributions_map", "source_share", "next_pieces",
+           "beam_tree"}
