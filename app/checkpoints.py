@@ -51,6 +51,14 @@ def checkpoint_folder(name: str) -> Path:
     return next((p for p in converted_models() if p.name == name), shipped)
 
 
+def checkpoint_label(name: str) -> str:
+    """How the picker shows a checkpoint: its name; a model converted from Hugging Face by its Hub id and its
+    revision or direction ('Helsinki-NLP/opus-mt-en-de (Hugging Face)', 'facebook/m2m100_418M.en-de (...)')."""
+    if name == UNTRAINED or (checkpoints_dir() / name).is_dir() or "--" not in name:
+        return name
+    return f"{name.replace('--', '/', 1)} (Hugging Face)"
+
+
 def checkpoint_key(name: str) -> CheckpointKey:
     """The key of the checkpoint `name` as its files are now (one look at its weights' file)."""
     if name == UNTRAINED:

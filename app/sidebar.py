@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache
-from app.checkpoints import UNTRAINED, checkpoint_names, describe_languages, preferred_checkpoint
+from app.checkpoints import UNTRAINED, checkpoint_label, checkpoint_names, describe_languages, preferred_checkpoint
 from app.demo import DOMAINS, declared_domain
 from app.open_model import open_model_form, pick_opened
 from app.page_header import compact_header
@@ -35,7 +35,7 @@ def sidebar(prefer_domain: str | None = None) -> None:
         st.toggle("Presenter mode", key="presenter",
                   help="Larger text in every figure, to read it from the back of a room on a projector. "
                        "For the page's own text, zoom the browser (Ctrl and +).")
-        name = st.selectbox("Checkpoint", names, key="checkpoint", on_change=_picked,
+        name = st.selectbox("Checkpoint", names, key="checkpoint", on_change=_picked, format_func=checkpoint_label,
                             help="Models in the checkpoints/ folder, then those opened from Hugging Face. "
                                  "Pick another if one fails to load.")
         open_model_form()

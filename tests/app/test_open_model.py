@@ -42,7 +42,7 @@ def open_in_sidebar(model_id: str) -> AppTest:
 def test_a_model_opened_by_its_id_is_listed_picked_and_loaded(hub):
     at = open_in_sidebar(REPO)
     assert not at.sidebar.error, [e.value for e in at.sidebar.error]
-    assert at.selectbox(key="checkpoint").options == ["facebook--wmt19-tiny", UNTRAINED]
+    assert at.selectbox(key="checkpoint").options == [f"{REPO} (Hugging Face)", UNTRAINED]
     assert at.session_state["checkpoint"] == "facebook--wmt19-tiny"
     assert [i.value for i in at.sidebar.info] == [
         f"Imported, not trained here: {REPO} (FSMT), converted from the Hugging Face format."]
@@ -80,3 +80,13 @@ def test_two_askers_share_one_download(hub):
     assert first is second
     first.thread.join(60)
     assert first.error is None and first.folder.name == "facebook--wmt19-tiny" and first.fraction == 1.0
+
+
+def test_other_sessions_keep_working_while_a_model_downloads(hub):
+    hub.slow["model.safetensors"] = 3.0
+    opening = start_opening(REPO)
+    other = AppTest.from_function(show_sidebar, default_timeout=120)
+    other.run()                                       # another visitor's page, meanwhile
+    assert not other.exception and opening.thread.is_alive()
+    opening.thread.join(60)
+    assert opening.error is None

@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -16,13 +17,14 @@ from urllib.parse import unquote, urlparse
 
 class FakeHub:
     """repos: {"owner/name": folder}; requests: every (method, path) asked; short / corrupt: file names served cut
-    short (the announced size kept) or with their bytes scrambled."""
+    short (the announced size kept) or with their bytes scrambled; slow: {file name: seconds to wait before it}."""
 
     def __init__(self):
         self.repos: dict[str, Path] = {}
         self.requests: list[tuple[str, str]] = []
         self.short: set[str] = set()
         self.corrupt: set[str] = set()
+        self.slow: dict[str, float] = {}
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -129,6 +131,7 @@ def _handler(hub: FakeHub):
             self.send_header("Content-Length", str(len(served)))
             self.end_headers()
             if self.command == "GET":
+                time.sleep(hub.slow.get(name, 0.0))
                 self.wfile.write(served)
 
         def do_GET(self):
