@@ -1,61 +1,25 @@
-"""core/checkpoint/pretrained/hub.py and opener.py against a local imitation of the Hugging Face Hub (fake_hub.py,
-HF_ENDPOINT pointed at it) serving tiny random models built here: what is downloaded, what is refused before any
-weight is, the cache of converted models, offline use, and damaged downloads. Nothing reaches the internet."""
+"""core/checkpoint/pretrained/hub.py against a local imitation of the Hugging Face Hub (fake_hub.py, HF_ENDPOINT
+pointed at it) serving tiny random models built here: what is refused before any weight is downloaded, offline use,
+and damaged downloads. Nothing reaches the internet."""
 import json
 from collections import namedtuple
 
 import pytest
-import torch
 
 pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-dev.txt)")
 
-from core.checkpoint import read_card  # noqa: E402
 from core.checkpoint.pretrained import (HFImportError, Limits, converted_models, open_pretrained,  # noqa: E402
                                         pretrained_checkpoint)
 from core.checkpoint.pretrained.opener import converted_dir  # noqa: E402
-from tests.core.checkpoint.pretrained.fake_hub import serving  # noqa: E402
-from tests.core.checkpoint.pretrained.hf_models import SENTENCES, Evil, build_fsmt  # noqa: E402
+from tests.core.checkpoint.pretrained.conftest import REPO  # noqa: E402
+from tests.core.checkpoint.pretrained.hf_models import SENTENCES  # noqa: E402
 
-REPO = "facebook/wmt19-tiny"
 shutil_usage = namedtuple("usage", "total used free")    # what shutil.disk_usage returns
-
-
-@pytest.fixture(scope="module")
-def fsmt_repo(tmp_path_factory):
-    """A tiny FSMT model's folder as its Hub repo has it, with a pickled and a TensorFlow copy of its weights too."""
-    folder = build_fsmt(tmp_path_factory.mktemp("repos") / "wmt19-tiny")
-    torch.save({"payload": Evil(folder.parent / "code-ran")}, folder / "pytorch_model.bin")
-    (folder / "tf_model.h5").write_bytes(b"not for us")
-    return folder
-
-
-@pytest.fixture
-def hub(fsmt_repo, tmp_path, monkeypatch):
-    """A running FakeHub with REPO, and this test's own Hugging Face cache and explorer cache."""
-    with serving({REPO: fsmt_repo}, monkeypatch, tmp_path) as fake:
-        yield fake
 
 
 def nothing_half_made() -> bool:
     """No converted model and no conversion left behind in the explorer's cache."""
     return not converted_models() and not (converted_dir().exists() and any(converted_dir().iterdir()))
-
-
-def test_the_first_open_downloads_and_converts_the_second_needs_no_network(hub, fsmt_repo):
-    told = []
-    tm = open_pretrained(REPO, progress=lambda fraction, text: told.append((fraction, text)))
-    assert hub.fetched() == {"config.json", "generation_config.json", "model.safetensors", "merges.txt",
-                             "tokenizer_config.json", "vocab-src.json", "vocab-tgt.json"}
-    assert not (fsmt_repo.parent / "code-ran").exists()
-    assert tm.translate(SENTENCES[0]) and tm.card.extra["imported_from"]["hub"] == REPO
-    assert tm.card.extra["imported_from"]["commit"] == hub.commit(REPO)
-    assert [p.name for p in converted_models()] == ["facebook--wmt19-tiny"]
-    fractions = [f for f, _ in told]
-    assert fractions == sorted(fractions) and fractions[-1] == 1.0
-    assert any(text.startswith("Downloading") for _, text in told) and told[-1][1] == "Converted."
-    hub.stop()
-    again = open_pretrained(REPO)                     # the server is gone: from the explorer's cache
-    assert again.translate(SENTENCES[0]) == tm.translate(SENTENCES[0])
 
 
 def test_offline_the_hugging_face_cache_is_enough(hub, tmp_path, monkeypatch):
@@ -73,15 +37,6 @@ def test_no_network_and_no_copy_is_a_clear_message(hub):
     with pytest.raises(HFImportError, match="could not be reached.* no copy of it"):
         pretrained_checkpoint(REPO)
     assert nothing_half_made()
-
-
-def test_a_revision_is_its_own_conversion(hub):
-    commit = hub.commit(REPO)
-    folder = pretrained_checkpoint(REPO, revision=commit, dtype=torch.float32)
-    assert folder.name == f"facebook--wmt19-tiny@{commit}"
-    assert read_card(folder).extra["imported_from"]["revision"] == commit
-    with pytest.raises(HFImportError, match="has no revision 'v9'"):
-        pretrained_checkpoint(REPO, revision="v9")
 
 
 @pytest.mark.parametrize("damage, match", [("short", "Downloading 'facebook/wmt19-tiny' failed.*Consistency check"),
