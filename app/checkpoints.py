@@ -53,10 +53,10 @@ def checkpoint_folder(name: str) -> Path:
 
 def checkpoint_label(name: str) -> str:
     """How the picker shows a checkpoint: its name; a model converted from Hugging Face by its Hub id and its
-    revision or direction ('Helsinki-NLP/opus-mt-en-de (Hugging Face)', 'facebook/m2m100_418M.en-de (...)')."""
+    revision or direction ('Helsinki-NLP/opus-mt-en-de', 'facebook/m2m100_418M.en-de': the sidebar is narrow)."""
     if name == UNTRAINED or (checkpoints_dir() / name).is_dir() or "--" not in name:
         return name
-    return f"{name.replace('--', '/', 1)} (Hugging Face)"
+    return name.replace("--", "/", 1)
 
 
 def checkpoint_key(name: str) -> CheckpointKey:

@@ -69,8 +69,7 @@ def test_converted_models_are_listed_after_the_shipped_ones(tmp_path, monkeypatc
     assert ck.checkpoint_folder("owner--model") == tmp_path / "cache" / "models" / "owner--model"
     assert ck.checkpoint_folder("ours") == tmp_path / "checkpoints" / "ours"
     assert ck.checkpoint_key("owner--model").version.startswith(str(tmp_path / "cache"))
-    assert [ck.checkpoint_label(n) for n in ck.checkpoint_names()] == ["ours", "owner/model (Hugging Face)",
-                                                                       ck.UNTRAINED]
+    assert [ck.checkpoint_label(n) for n in ck.checkpoint_names()] == ["ours", "owner/model", ck.UNTRAINED]
 
 
 @pytest.mark.parametrize("setting, allowed", [(None, True), ("on", True), ("OFF", False), ("0", False),

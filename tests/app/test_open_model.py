@@ -42,7 +42,7 @@ def open_in_sidebar(model_id: str) -> AppTest:
 def test_a_model_opened_by_its_id_is_listed_picked_and_loaded(hub):
     at = open_in_sidebar(REPO)
     assert not at.sidebar.error, [e.value for e in at.sidebar.error]
-    assert at.selectbox(key="checkpoint").options == [f"{REPO} (Hugging Face)", UNTRAINED]
+    assert at.selectbox(key="checkpoint").options == [REPO, UNTRAINED]
     assert at.session_state["checkpoint"] == "facebook--wmt19-tiny"
     assert [i.value for i in at.sidebar.info] == [
         f"Imported, not trained here: {REPO} (FSMT), converted from the Hugging Face format."]
