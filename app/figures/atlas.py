@@ -51,8 +51,10 @@ def _hover(e: dict) -> str:
 
 
 def atlas_figure(atlas: dict, title: str = "What every head does most, over a corpus") -> go.Figure:
-    """One heatmap per kind of attention (layers down, heads across), each head coloured by its strongest role;
-    customdata (kind index, layer, head) for a click, counting layers and heads from 1."""
+    """One heatmap per kind of attention (layers down, heads across), each head coloured by its strongest role.
+
+    Streamlit reports clicks on scatter points, not on heatmap cells: each cell carries an invisible marker with
+    customdata (kind index, layer, head), layers and heads from 1, and the hover text."""
     kinds = [k for k in KINDS if atlas["heads"].get(k)]
     fig = make_subplots(1, len(kinds), subplot_titles=[KIND_NAMES[k] for k in kinds], horizontal_spacing=0.06)
     n = len(ORDER)
@@ -61,17 +63,19 @@ def atlas_figure(atlas: dict, title: str = "What every head does most, over a co
         entries = atlas["heads"][kind]
         roles = _grid(entries, "role")
         z = np.vectorize(lambda r: ORDER.index(r) + 0.5)(roles).astype(float)
-        custom = np.array([[[KINDS.index(kind), layer + 1, head + 1] for head in range(z.shape[1])]
-                           for layer in range(z.shape[0])])
-        hover = np.empty(z.shape, dtype=object)
-        for e in entries:
-            hover[e["layer"] - 1, e["head"] - 1] = _hover(e)
         fig.add_trace(go.Heatmap(z=z, zmin=0, zmax=n, colorscale=scale, showscale=False, xgap=2, ygap=2,
                                  x=list(range(1, z.shape[1] + 1)), y=list(range(1, z.shape[0] + 1)),
-                                 text=np.vectorize(LABELS.get)(roles), texttemplate="%{text}", customdata=custom,
-                                 hovertext=hover, hovertemplate="%{hovertext}<extra></extra>"), 1, col)
-        fig.update_xaxes(title_text="head", dtick=1, row=1, col=col)
-        fig.update_yaxes(title_text="layer" if col == 1 else None, dtick=1, autorange="reversed", row=1, col=col)
+                                 text=np.vectorize(LABELS.get)(roles), texttemplate="%{text}", hoverinfo="skip"),
+                      1, col)
+        fig.add_trace(go.Scatter(x=[e["head"] for e in entries], y=[e["layer"] for e in entries], mode="markers",
+                                 marker=dict(size=26, color="rgba(0,0,0,0)", symbol="square"), showlegend=False,
+                                 customdata=[[KINDS.index(kind), e["layer"], e["head"]] for e in entries],
+                                 hovertext=[_hover(e) for e in entries], hovertemplate="%{hovertext}<extra></extra>"),
+                      1, col)
+        fig.update_xaxes(title_text="head", dtick=1, range=[0.5, z.shape[1] + 0.5], showgrid=False, zeroline=False,
+                         row=1, col=col)                                   # the markers must not widen the axes
+        fig.update_yaxes(title_text="layer" if col == 1 else None, dtick=1, range=[z.shape[0] + 0.5, 0.5],
+                         showgrid=False, zeroline=False, row=1, col=col)
     used = [r for r in ORDER if any(e["role"] == r for k in kinds for e in atlas["heads"][k])]
     for role in used:                                                     # the legend: one invisible point a role
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=safe(role_name(role)),

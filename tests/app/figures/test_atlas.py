@@ -28,12 +28,13 @@ def test_one_heatmap_a_kind_coloured_by_role_with_clickable_heads():
     assert np.asarray(enc.text).tolist() == [["prev", "–"], ["syn", "rest"]]
     z = np.asarray(enc.z)
     assert figs.ORDER[int(z[0, 0])] == "previous" and figs.ORDER[int(z[0, 1])] is None
-    assert np.asarray(enc.customdata)[1, 0].tolist() == [0, 2, 1]           # kind index, layer, head from 1
-    assert np.asarray(heatmaps[1].customdata)[0, 1].tolist() == [2, 1, 2]   # cross is the third kind
-    assert "det dep-&gt;head" in np.asarray(enc.hovertext)[1, 0] and "best margin" in np.asarray(enc.hovertext)[0, 1]
-    legend = {t.name for t in fig.data if t.type == "scatter"}
+    clicks = [t for t in fig.data if t.type == "scatter" and t.customdata is not None]    # a marker a cell
+    assert np.asarray(clicks[0].customdata)[2].tolist() == [0, 2, 1]        # kind index, layer, head from 1
+    assert np.asarray(clicks[1].customdata)[1].tolist() == [2, 1, 2]        # cross is the third kind
+    assert "det dep-&gt;head" in clicks[0].hovertext[2] and "best margin" in clicks[0].hovertext[1]
+    legend = {t.name for t in fig.data if t.type == "scatter" and t.customdata is None}
     assert legend == {safe(figs.role_name(r)) for r in ("previous", "syntax", "resting", "alignment", None)}
-    assert "rests on &lt;/s&gt; or &lt;s&gt; (does nothing)" in legend                    # Plotly would read <s> as strike-through
+    assert "rests on &lt;/s&gt; or &lt;s&gt; (does nothing)" in legend      # Plotly reads <s> as strike-through
 
 
 def test_head_table_strongest_first():
