@@ -6,7 +6,8 @@ import streamlit as st
 # Streamlit's defaults: 6rem above the page (to clear its header bar), a 2.75rem title with 1.25rem above and 1rem
 # below it, 2.25rem and 1.75rem section headings. The header bar is transparent and, with the minimal toolbar, holds
 # only the status widget at its right end, so the title may sit beside it. Below 576 px the page's side padding
-# shrinks to 1rem and the sidebar's open button would sit on the title: small screens keep the default room.
+# shrinks to 1rem and the sidebar's open button would sit on the title: small screens keep the default room. On a
+# phone a row of segmented buttons wraps rather than running off the screen.
 COMPACT_HEADER_CSS = """
 @media (min-width: 576px) {
   [data-testid="stMainBlockContainer"] { padding-top: 1.5rem; }
@@ -14,6 +15,9 @@ COMPACT_HEADER_CSS = """
 [data-testid="stMain"] h1 { font-size: 2rem; padding: 0 0 0.5rem 0; }
 [data-testid="stMain"] h2 { font-size: 1.625rem; }
 [data-testid="stMain"] h3 { font-size: 1.375rem; }
+@media (max-width: 575px) {
+  [data-testid="stMain"] [data-testid="stButtonGroup"] [role="radiogroup"] { flex-wrap: wrap; }
+}
 """
 
 

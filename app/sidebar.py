@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app import cache
+from app import cache, url_state
 from app.checkpoints import UNTRAINED, checkpoint_label, checkpoint_names, describe_languages, preferred_checkpoint
 from app.demo import DOMAINS, declared_domain
 from app.open_model import open_model_form, pick_opened
@@ -28,6 +28,9 @@ def sidebar(prefer_domain: str | None = None) -> None:
     The picked checkpoint's version is looked up here, once for the rerun (app.cache.pin_checkpoint)."""
     compact_header()
     names = checkpoint_names()
+    link = url_state.checkpoint(names)
+    if url_state.restore("sidebar", [link]):                 # a link's checkpoint counts as picked
+        st.session_state.checkpoint_picked = True
     pick_opened(names)                                        # a model just opened from Hugging Face
     if not st.session_state.get("checkpoint_picked") or st.session_state.get("checkpoint") not in names:
         st.session_state.checkpoint = preferred_checkpoint(names, prefer_domain)
@@ -38,6 +41,7 @@ def sidebar(prefer_domain: str | None = None) -> None:
         name = st.selectbox("Checkpoint", names, key="checkpoint", on_change=_picked, format_func=checkpoint_label,
                             help="Models in the checkpoints/ folder, then those opened from Hugging Face. "
                                  "Pick another if one fails to load.")
+        url_state.publish("sidebar", [link])
         open_model_form()
         try:
             model = cache.load_model(cache.pin_checkpoint(name))

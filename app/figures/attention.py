@@ -17,6 +17,10 @@ from core.views import position
 
 SCREEN_WIDTH = 820         # px: what a stretched figure gets beside the sidebar in a 1280 px window (a projector's)
 ROW_PX, MIN_ROW_PX = 28, 14  # px: the most and the least a heatmap's row gets (before presenter mode's x1.5)
+# px a 1280x720 first screen leaves the explorer's whole map under its title, sentence and controls (the map's top at
+# 340 px, measured by tests/browser/test_share_browser.py): its rows shrink to fit, never under MIN_ROW_PX
+MAP_HEIGHT = 720 - 340 - 2
+TITLE_PX = 32              # px above the column words for a one-line title (words on top)
 
 
 # Each kind of map's axis titles: what a row and a column of it are (the explorer's and the notebook's maps)
@@ -29,13 +33,17 @@ COL_TITLES = {"enc_self": "attended source token", "dec_self": "tokens already r
 def heatmap_figure(attn: np.ndarray, rows: list[str], cols: list[str], title: str = "",
                    zmax: float | None = None, row_title: str = "attending (query)",
                    col_title: str = "attended (key)", text_scale: float = 1.0,
-                   width: int = SCREEN_WIDTH, row_px: int = ROW_PX) -> go.Figure:
+                   width: int = SCREEN_WIDTH, row_px: int = ROW_PX, words_on_top: bool = False,
+                   max_height: int | None = None) -> go.Figure:
     """One head's [R, C] map as a heatmap (app.figures.tokens.token_heatmap); hover shows both tokens and the weight.
 
     The colour scale runs from 0 to zmax (1: weights compare across heads; None: the largest weight here).
     Column labels stay level where they fit the `width` the figure is expected to get (its text drawn
-    `text_scale` times larger: presenter mode), slanted or upright where not. A row gets at most `row_px` pixels
-    (a page that must show the whole map on a small screen gives fewer), fewer in a long map, never under 14.
+    `text_scale` times larger: presenter mode), slanted or upright where not; below the map, or (words_on_top)
+    above it, as in the paper's figures, under the title (and without col_title: the room is the map's, and a
+    phone's narrower figure may turn the words upright into it). A row gets at most `row_px` pixels (a page that
+    must show the whole map on a small screen gives fewer), fewer in a long map or where the whole figure must fit
+    `max_height` pixels (a first screen), never under 14.
     """
     attn = np.asarray(attn, dtype=np.float32)
     R, C = attn.shape
@@ -47,12 +55,22 @@ def heatmap_figure(attn: np.ndarray, rows: list[str], cols: list[str], title: st
     col_font = label_font(C)
     angle = tick_angle(tick_labels(cols), width - left - 90, col_font * text_scale)     # 90 px: the colour bar
     # explicit margins for the labels: kaleido's PNG/SVG export does not always grow them by itself
-    bottom = 50 + (20 if angle == 0 else 5 * min(longest(cols), 20) if angle == -45 else 7 * min(longest(cols), 20))
-    fig.update_layout(title=dict(text=safe(title), x=0.0), height=R * cell + 50 + bottom + 40, plot_bgcolor="white",
-                      margin=dict(l=left, r=10, t=50, b=bottom))
+    labels_px = 20 if angle == 0 else 5 * min(longest(cols), 20) if angle == -45 else 7 * min(longest(cols), 20)
+    if words_on_top:       # the title, then the column words (their title left to the page), then the map
+        top, bottom, slack = TITLE_PX + labels_px, 10, 0
+    else:                  # 40 px of slack in the drawing: Plotly's automargin may take some for long labels
+        top, bottom, slack = 50, 50 + labels_px, 40
+    if max_height:
+        cell = max(MIN_ROW_PX, min(cell, (max_height - top - bottom - slack) // max(R, 1)))
+    title_at = dict(yref="container", y=1.0, yanchor="top", pad=dict(t=12)) if words_on_top else {}
+    fig.update_layout(title=dict(text=safe(title), x=0.0, **title_at), height=R * cell + top + bottom + slack,
+                      plot_bgcolor="white", margin=dict(l=left, r=10, t=top, b=bottom))
     return token_axes(fig, rows, cols,
-                      x=dict(tickangle=angle, tickfont=dict(size=col_font),
-                             title=dict(text=col_title, standoff=12), showgrid=False),
+                      # on top: Plotly's own angle, the one the labels need where the figure is drawn (on a phone
+                      # narrower than `width`)
+                      x=dict(**({"autotickangles": [0, -45, -90]} if words_on_top else {"tickangle": angle}),
+                             tickfont=dict(size=col_font), side="top" if words_on_top else "bottom",
+                             title=dict(text="" if words_on_top else col_title, standoff=12), showgrid=False),
                       y=dict(tickfont=dict(size=label_font(R)), title=dict(text=row_title, standoff=12),
                              showgrid=False))
 

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import streamlit as st
 
-from app import cache
+from app import cache, url_state
 from app.checkpoints import page_problem
 from app.display import show_figure
 from app.figures import alignment as figs
@@ -20,6 +20,7 @@ AER_TEXT = ("**AER** (alignment error rate, Och & Ney 2003) compares the links a
             "AER = 1 − (|A∩S| + |A∩P|) / (|A| + |S|). It is 0 when every proposed link is at least possible and "
             "every sure link is found, so lower is better.")
 OWN = "Your own sentence"
+OWN_SENTENCE = "The Commission presented its report yesterday."
 
 
 def gold_folder() -> str:
@@ -45,6 +46,20 @@ def live_report(model, pairs: list, as_tokenized: bool) -> dict:
     return al.report(ev)
 
 
+def link_params(cfg, n_pairs: int) -> list[url_state.Param]:
+    """What a link to this page holds: ?pair=12&layer=4&head=2&shift=read&links=argmax, or an own sentence."""
+    layers = {str(i): i for i in range(1, cfg.N_dec + 1)} | {"all": "all"}
+    heads = {str(i): i for i in range(1, cfg.h + 1)} | {"mean": "mean"}
+    return [url_state.choice("mode", "al_mode", ["gold", "own"], "gold", "sentence pair"),
+            url_state.number("pair", "al_pair", max(n_pairs, 1), 1, "pair", first=1),
+            url_state.flag("tokenized", "al_tokenized", False),
+            url_state.text("text", "al_src", OWN_SENTENCE), url_state.text("tgt", "al_tgt"),
+            url_state.choice("layer", "al_layer", layers, None, "layer"),
+            url_state.choice("head", "al_head", heads, None, "head"),
+            url_state.choice("shift", "al_shift", list(al.SHIFTS), None, "shift"),
+            url_state.choice("links", "al_method", list(al.METHODS), list(al.METHODS)[0], "way to draw links")]
+
+
 def start_on_best_head(name: str, cfg, best: dict) -> None:
     """A checkpoint (newly) picked: start on the head its card chose; keep the layer and head within its sizes."""
     if st.session_state.get("al_for") != name:
@@ -59,18 +74,22 @@ def start_on_best_head(name: str, cfg, best: dict) -> None:
 def sentence_pair(pairs, why):
     """(gold pair or None, its number (0-based) or None, English, German or None, tokenised?): a gold pair or the
     reader's own sentences."""
-    sources = (["gold", OWN] if pairs else [OWN])
+    sources = ["gold", "own"] if pairs else ["own"]
+    if st.session_state.get("al_mode") not in sources:
+        st.session_state.al_mode = sources[0]
     mode = st.radio("Sentence pair", sources, horizontal=True, key="al_mode",
-                    format_func=lambda m: "A pair with human gold links (RWTH German-English)" if m == "gold" else m)
+                    format_func=lambda m: "A pair with human gold links (RWTH German-English)" if m == "gold" else OWN)
     if not pairs:
         st.info(f"No gold alignments found, so only your own sentences can be aligned here ({why}).")
     if mode != "gold":
         c1, c2 = st.columns(2)
-        src = c1.text_input("English sentence", "The Commission presented its report yesterday.", key="al_src")
-        tgt = c2.text_input("German translation (empty: the model's own)", "", key="al_tgt").strip() or None
+        st.session_state.setdefault("al_src", OWN_SENTENCE)
+        src = c1.text_input("English sentence", key="al_src")
+        tgt = c2.text_input("German translation (empty: the model's own)", key="al_tgt").strip() or None
         return None, None, src, tgt, False
     c1, c2 = st.columns([1, 3])
-    k = c1.number_input(f"Pair (1 to {len(pairs)})", 1, len(pairs), 1, key="al_pair")
+    st.session_state.al_pair = min(st.session_state.get("al_pair", 1), len(pairs))
+    k = c1.number_input(f"Pair (1 to {len(pairs)})", 1, len(pairs), key="al_pair")
     tokenized = c2.toggle("Feed the gold's tokenised text (spaces around punctuation)", key="al_tokenized",
                           help="Off: the text is detokenised ('end.'), as the model saw text in training.")
     pair = pairs[int(k) - 1]
@@ -150,6 +169,9 @@ st.caption("Does a head of the encoder-decoder attention link each German word w
 folder = gold_folder()
 pairs, why = cache.gold_pairs(folder)
 card = model.card.alignment or {}
+link = link_params(model.cfg, len(pairs or []))
+if url_state.restore("alignment", link) & {"layer", "head", "shift"}:      # a link's head, not the card's
+    st.session_state.al_for = ckpt.name
 start_on_best_head(ckpt.name, model.cfg, card.get("selected") or {})
 pair, number, src, tgt, tokenized = sentence_pair(pairs, why)
 try:
@@ -159,5 +181,7 @@ except ValueError as e:                      # AlignmentError included: worded f
     st.stop()
 if pair is None and tgt is None:
     st.markdown(f"**The model's translation:** {maps.translation}")
-head_map(maps, pair, head_controls(model.cfg))
+choice = head_controls(model.cfg)
+url_state.publish("alignment", link)
+head_map(maps, pair, choice)
 every_head(ckpt.name, model, card, pairs, tokenized)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app import cache
+from app import cache, url_state
 from app.display import show_figure
 from app.figures.attention import heatmap_figure
 from app.figures.training import (card_facts, describe_model, emergence_charts, emergence_summary, read_train_log,
@@ -96,6 +96,16 @@ if not snaps or not probes:
     st.stop()
 st.caption(f"{len(snaps)} snapshots of the attention on {len(probes)} dev sentences, taken during training. "
            "Move the slider to watch a head form.")
+by_step = dict(snaps)
+link = [url_state.number("sentence", "snap_probe", len(probes), 0, "sentence"),
+        url_state.choice("kind", "snap_kind", list(KINDS), "enc_self", "kind of attention"),
+        url_state.number("layer", "snap_layer", lambda: model.cfg.N if st.session_state.get("snap_kind", "enc_self")
+                         == "enc_self" else model.cfg.N_dec, 0, "layer"),
+        url_state.number("head", "snap_head", model.cfg.h, 0, "head"), url_state.flag("words", "snap_words", True),
+        url_state.choice("step", "snap_step", {str(s): s for s in by_step}, list(by_step)[-1], "saved step")]
+url_state.restore("checkpoint", link)          # ?step=1200&layer=5&head=4: a head forming, shared
+if st.session_state.get("snap_step") not in by_step:         # another checkpoint's step
+    st.session_state.snap_step = list(by_step)[-1]
 c1, c2, c3, c4, c5 = st.columns([2.4, 2, 1, 1, 1.8], vertical_alignment="bottom")   # room for "Whole words"
 probe = c1.selectbox("Sentence", range(len(probes)), key="snap_probe",
                      format_func=lambda i: (f"dev line {probes[i]['line']}" if probes[i].get("line") else
@@ -105,8 +115,8 @@ n_layers = model.cfg.N if kind == "enc_self" else model.cfg.N_dec
 layer = c3.selectbox("Layer", range(n_layers), format_func=lambda i: str(i + 1), key="snap_layer")
 head = c4.selectbox("Head", range(model.cfg.h), format_func=lambda h: str(h + 1), key="snap_head")
 words = words_toggle(c5, "snap_words")                            # words first, as on every other map
-by_step = dict(snaps)
-step = st.select_slider("Training step", options=list(by_step), value=list(by_step)[-1], key="snap_step")
+step = st.select_slider("Training step", options=list(by_step), key="snap_step")
+url_state.publish("checkpoint", link)
 try:
     maps = read_snapshot(by_step[step], probe, kind)
 except (KeyError, OSError, ValueError) as e:

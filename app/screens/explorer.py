@@ -10,23 +10,27 @@ included; what explains the map comes below it (tests/browser/test_browser.py me
 """
 import streamlit as st
 
-from app import cache
+from app import cache, url_state
 from app import weights as show_weights
 from app.demo import default_sentence, examples
 from app.display import clicked_numbers, show_figure
-from app.figures.attention import COL_TITLES, ROW_TITLES, head_view_figure, heatmap_from_frame, model_view_figure
+from app.figures.style import PRESENTER
+from app.figures.attention import (COL_TITLES, MAP_HEIGHT, ROW_TITLES, head_view_figure, heatmap_from_frame,
+                                   model_view_figure)
 from app.sidebar import presenter_mode
 from app.text import md_escape
 from app.words import words_note, words_toggle
 from core.tokenizer import display_pieces
+from core.studies.contributions import WEIGHTS
 from core.views import DECODER_ROWS, KINDS, SHORT
 
-BOX_HEIGHT = 80        # px: the sentence box and the translation, two lines of text each on the first screen
+BOX_HEIGHT = 68        # px: the sentence box and the translation, two lines of text each on the first screen
 # px a row of the map gets at most (the figures' own is 28): at 22 the default sentence's whole map, colour bar
 # included, ends within a 1280x720 first screen. Presenter mode draws rows and labels 1.5 times as large: 14 gives
 # ~26 px rows for 19.5 px labels, the least that keeps them apart from the back of a room.
 MAP_ROW_PX, PRESENTER_MAP_ROW_PX = 22, 14
 VIEWS = {"one": "One head", "grid": "All heads", "lines": "Head view (lines)"}
+DECODING = {"greedy": 1, "beam": 4}       # in a link: ?decoding=beam
 
 
 def use_example(key: str, choices: dict[str, str]):
@@ -41,10 +45,25 @@ def open_tile():
         st.session_state.layer, st.session_state.head = int(picked[0]), int(picked[1])
 
 
+def link_params(model) -> list[url_state.Param]:
+    """What a link to this page holds: /?text=The+cat+sat.&kind=cross&layer=5&head=3&view=one and the rest."""
+    cfg = model.cfg
+
+    def n_layers() -> int:         # of the kind the same link names (read before the layer)
+        return cfg.N if st.session_state.get("kind", "enc_self") == "enc_self" else cfg.N_dec
+    return [url_state.text("text", "src", default_sentence(model.card)), url_state.text("tgt", "tgt"),
+            url_state.choice("decoding", "beam", DECODING, 1, "decoding"),
+            url_state.choice("kind", "kind", list(KINDS), "enc_self", "kind of attention"),
+            url_state.number("layer", "layer", n_layers, min(4, cfg.N - 1), "layer"),
+            url_state.number("head", "head", cfg.h, 0, "head"),
+            url_state.choice("view", "view", list(VIEWS), "one", "view"),
+            url_state.choice("show", "show", list(WEIGHTS), "attention", "kind of weight"),
+            url_state.flag("words", "words", True), url_state.flag("specials", "specials", True),
+            url_state.flag("stretch", "stretch", False)]
+
+
 def start_values(model) -> None:
-    """The sentence of a link (/?text=...), the checkpoint's own default sentence, and every widget's default."""
-    if "src" not in st.session_state and st.query_params.get("text"):      # a link such as /?text=The+cat+sat.
-        st.session_state.src = st.query_params["text"][:5000]
+    """The checkpoint's own default sentence, and every widget's default (after a link's values: app.url_state)."""
     # The default sentence follows the checkpoint (captions for a caption model), until someone edits it.
     if st.session_state.get("src") in (None, st.session_state.get("src_default")):
         st.session_state.src = st.session_state.src_default = default_sentence(model.card)
@@ -162,7 +181,8 @@ def one_head(v, c: dict, n_heads: int) -> None:
     kind, layer, head = c["kind"], c["layer"], c["head"]
     presenter = presenter_mode()
     frame = cache.heatmap_frame(tuple(v.rows), tuple(v.cols), ROW_TITLES[kind], COL_TITLES[kind], c["zmax"],
-                                presenter, PRESENTER_MAP_ROW_PX if presenter else MAP_ROW_PX)
+                                presenter, PRESENTER_MAP_ROW_PX if presenter else MAP_ROW_PX, words_on_top=True,
+                                max_height=round(MAP_HEIGHT / (PRESENTER if presenter else 1)))
     fig = heatmap_from_frame(frame, v.maps[layer, head], f"{where(c)}, head {head + 1} of {n_heads}", c["zmax"])
     show_figure(fig, f"{kind}_layer{layer + 1}_head{head + 1}", key="one_chart", styled=True)
 
@@ -204,12 +224,16 @@ def head_view(v, c: dict, n_heads: int) -> None:
 
 
 ckpt, model = cache.model_or_stop()
+link = link_params(model)
+url_state.restore("explorer", link)
 start_values(model)
+url_state.publish("explorer", link)       # before the model runs: a sentence it refuses keeps its link too
 st.title("Attention explorer")
 src, tgt, beam, translation_place = sentence_inputs(ckpt.name, examples(model.card))   # sentences it learnt from
 tgt = tgt if tgt.strip() else None
 translation(ckpt, src, tgt, beam, translation_place)
 controls = map_controls(model.cfg)
+url_state.publish("explorer", link)       # again: the layer and head as kept within this kind's sizes
 show = controls["show"]
 view = cache.contribution_view(ckpt, src, tgt, beam, controls["kind"], show, controls["words"], controls["specials"])
 if controls["view"] == "grid":

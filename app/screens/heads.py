@@ -7,7 +7,7 @@ Only the open tab runs (lazy tabs, at the bottom). Layers and heads are shown fr
 """
 import streamlit as st
 
-from app import cache
+from app import cache, url_state
 from app.checkpoints import UNTRAINED, checkpoint_key, checkpoint_names, page_problem
 from app.demo import default_sentence, domain
 from app.display import show_figure
@@ -15,7 +15,7 @@ from app.figures import heads as figs
 from app.heads_tabs.atlas import atlas_tab
 from app.heads_tabs.beyond_attention import contributions_tab
 from app.heads_tabs.common import KEEP, csv_button, head_name, layer_name
-from app.heads_tabs.scores import entropy_tab, head_finder
+from app.heads_tabs.scores import SCORED, entropy_tab, head_finder
 from app.heads_tabs.syntax import syntax_tab
 from core import CheckpointError
 from core.studies import ablation, analysis
@@ -176,10 +176,16 @@ introduction(ckpt.name)
 # Lazy tabs: opening a tab reruns the page (on_change="rerun"), and only the open tab's function runs, so opening
 # the page computes no syntax grid, rollout or contributions. On a session's first run the default tab is open.
 # A closed tab's widgets keep their values through persist_state=KEEP (app/heads_tabs/common.py).
-finder, ent, syn, roll, ctb, abl, cmp_tab, atl = st.tabs(
-    ["Head finder", "Entropy", "Syntax", "Rollout", "Beyond attention", "Switch heads off", "Compare checkpoints",
-     "Atlas"],
-    default="Head finder", key="heads_tab", on_change="rerun")
+tabs = ["Head finder", "Entropy", "Syntax", "Rollout", "Beyond attention", "Switch heads off", "Compare checkpoints",
+        "Atlas"]
+# A link names the open tab (?tab=head-finder) and the head finder's kind and score (?kind=enc_self&score=previous)
+link = [url_state.choice("tab", "heads_tab", {url_state.slug(t): t for t in tabs}, tabs[0], "tab"),
+        url_state.choice("kind", "heads_kind", SCORED, SCORED[0], "kind of attention"),
+        url_state.choice("score", "heads_score", list(analysis.SCORES), None, "score")]
+url_state.restore("heads", link)
+finder, ent, syn, roll, ctb, abl, cmp_tab, atl = st.tabs(tabs, default="Head finder", key="heads_tab",
+                                                         on_change="rerun")
+url_state.publish("heads", link)
 if finder.open:
     with finder:
         head_finder(ckpt.name, cache.head_scores(ckpt))

@@ -1,7 +1,7 @@
 """The paper's Figures 3, 4 and 5 redrawn on the loaded model, with the heads that behave most like the paper's."""
 import streamlit as st
 
-from app import cache
+from app import cache, url_state
 from app.checkpoints import UNTRAINED, page_problem
 from app.demo import DOMAINS, domain
 from app.display import show_figure
@@ -64,12 +64,18 @@ def analyse(ckpt, number: int, words: bool):
 def pick(name: str, cfg, number: int, found, k: int | None):
     """Layer and heads selectors, defaulting to the found ones; other heads can be picked."""
     c1, c2 = st.columns([1, 3])
-    layer = c1.selectbox("Layer", range(cfg.N), index=found.layer, key=f"pf{number}_layer_{name}",
+    layer_link = url_state.number(f"layer{number}", f"pf{number}_layer_{name}", cfg.N, found.layer, "layer")
+    url_state.restore("paper", [layer_link])                 # ?layer3=5&heads3=3,7: a link's layer and heads
+    st.session_state.setdefault(layer_link.key, found.layer)
+    layer = c1.selectbox("Layer", range(cfg.N), key=layer_link.key,
                          format_func=lambda i: f"{i + 1}" + (" (the paper's)" if i == pf.PAPER_LAYER else "")
                          + (" (best)" if i == found.layer else ""))
     best = pf.top_heads(found.scores, layer, k)
-    heads = c2.multiselect("Heads", range(cfg.h), default=best, key=f"pf{number}_heads_{name}_{layer}",
-                           format_func=lambda h: f"head {h + 1}")
+    heads_link = url_state.numbers(f"heads{number}", f"pf{number}_heads_{name}_{layer}", cfg.h, best, "head")
+    url_state.restore("paper", [heads_link])
+    st.session_state.setdefault(heads_link.key, best)
+    heads = c2.multiselect("Heads", range(cfg.h), key=heads_link.key, format_func=lambda h: f"head {h + 1}")
+    url_state.publish("paper", [layer_link, heads_link])
     return layer, heads
 
 
@@ -176,6 +182,10 @@ if problem := page_problem("paper_figures", model.card):       # an imported mod
     st.info(problem)
     st.stop()
 merge = introduction(ckpt.name, model)
-for tab, (figure, _, caption, n_heads, label) in zip(st.tabs([t[1] for t in TABS]), TABS):
+figure_link = url_state.choice("figure", "pf_tab", {str(t[0]): t[1] for t in TABS}, TABS[0][1], "figure")
+url_state.restore("paper", [figure_link])                  # ?figure=4
+tabs = st.tabs([t[1] for t in TABS], key="pf_tab", on_change="rerun")
+url_state.publish("paper", [figure_link])
+for tab, (figure, _, caption, n_heads, label) in zip(tabs, TABS):
     with tab:
         figure_tab(ckpt, model.cfg, merge, figure, caption, n_heads, label)

@@ -3,7 +3,7 @@ where did it look when it chose (the paper's Figure 4, asked of the output inste
 core.studies.pronouns, cached by app.cache; the figures are app.figures.pronouns."""
 import streamlit as st
 
-from app import cache
+from app import cache, url_state
 from app.checkpoints import UNTRAINED, page_problem
 from app.display import show_figure
 from app.figures.pronouns import attention_from_figure, encoder_rows, form_figure, writing_rows
@@ -12,6 +12,17 @@ from core.tokenizer import bare_word
 
 GENDERS = {"f": "feminine (die)", "m": "masculine (der)", "n": "neuter (das)", "?": "I don't know"}
 OWN = -1
+OWN_SENTENCE = "The bank raised its interest rates."
+CONTEXTS = {"reference": "the set's translation", "model": "the model's own translation"}
+
+
+def link_params(n_items: int) -> list[url_state.Param]:
+    """What a link to this page holds: ?sentence=7 (of the set) or ?sentence=own&text=...&gender=f."""
+    sentences = {"own": OWN} | {str(i + 1): i for i in range(n_items)}
+    return [url_state.choice("sentence", "pr_item", sentences, 0, "sentence of the set"),
+            url_state.text("text", "pr_src", OWN_SENTENCE), url_state.text("tgt", "pr_tgt"),
+            url_state.choice("gender", "pr_gender", list(GENDERS), "?", "gender"),
+            url_state.choice("german", "pr_context", list(CONTEXTS), "reference", "German to read")]
 
 
 def introduction(name: str) -> None:
@@ -27,8 +38,9 @@ def introduction(name: str) -> None:
 
 def own_sentence() -> tuple:
     """The reader's sentence: (English, typed German, pronoun, antecedent, gender), or a message and st.stop()."""
-    src = st.text_input("English sentence with 'its' (or 'it')", "The bank raised its interest rates.", key="pr_src")
-    tgt_typed = st.text_input("German translation (leave empty to use the model's own)", "", key="pr_tgt",
+    st.session_state.setdefault("pr_src", OWN_SENTENCE)
+    src = st.text_input("English sentence with 'its' (or 'it')", key="pr_src")
+    tgt_typed = st.text_input("German translation (leave empty to use the model's own)", key="pr_tgt",
                               help="Teacher forcing: the model reads these German words up to the pronoun.")
     words, found = src.split(), P.find_pronoun(src)
     if found is None:
@@ -43,15 +55,15 @@ def own_sentence() -> tuple:
     ante_i = c1.selectbox(f"What does '{pronoun}' refer to?", range(at), index=P.guess_antecedent(words, at),
                           format_func=lambda i: words[i], key=f"pr_ante_{src}")
     antecedent = bare_word(words[ante_i])
-    gender = c2.radio(f"German gender of '{antecedent}'", list(GENDERS), format_func=GENDERS.get, index=3,
+    st.session_state.setdefault("pr_gender", "?")
+    gender = c2.radio(f"German gender of '{antecedent}'", list(GENDERS), format_func=GENDERS.get,
                       key="pr_gender", horizontal=True)
     return src, tgt_typed, pronoun, antecedent, gender
 
 
 def set_sentence(item: dict) -> tuple:
     """A sentence of the set: (English, German to read, pronoun, antecedent, gender)."""
-    context = st.radio("German words the decoder reads before the pronoun", ["reference", "model"],
-                       format_func={"reference": "the set's translation", "model": "the model's own translation"}.get,
+    context = st.radio("German words the decoder reads before the pronoun", list(CONTEXTS), format_func=CONTEXTS.get,
                        key="pr_context", horizontal=True)
     st.caption(f"The set's translation: *{item['de']}* Antecedent: *{item['antecedent']}*, in German "
                f"*{item['antecedent_de']}*, {GENDERS[item['gender']].split()[0]}; {item['distance']} word(s) from "
@@ -152,13 +164,18 @@ if problem := page_problem("pronouns", model.card):       # an imported model of
     st.stop()
 introduction(ckpt.name)
 items = cache.pronoun_set()
-pick = st.selectbox("Sentence", [OWN] + list(range(len(items))), index=1, key="pr_item",
+link = link_params(len(items))
+url_state.restore("pronouns", link)
+st.session_state.setdefault("pr_item", 0)
+pick = st.selectbox("Sentence", [OWN] + list(range(len(items))), key="pr_item",
                     format_func=lambda i: "✎ Type your own sentence" if i == OWN
                     else f"{items[i]['en']}  ({GENDERS[items[i]['gender']].split()[0]} antecedent)",
                     help=f"{len(items)} sentences of the contrastive pronoun set (core/probes/pronouns_en_de.jsonl), "
                          "or your own.")
 item = None if pick == OWN else items[pick]
+url_state.publish("pronouns", link)                  # before a sentence without a pronoun stops the page
 src, tgt_typed, pronoun, antecedent, gender = own_sentence() if item is None else set_sentence(item)
+url_state.publish("pronouns", link)
 tgt, own = german_read(ckpt, src, tgt_typed)
 choice = the_choice(ckpt, src, tgt, own, pronoun)
 choice_metrics(choice, gender)

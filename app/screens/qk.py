@@ -5,7 +5,7 @@ that sentence's map for the same head. Everything is cached per checkpoint versi
 import numpy as np
 import streamlit as st
 
-from app import cache
+from app import cache, url_state
 from app.checkpoints import UNTRAINED
 from app.display import clicked_numbers, show_figure
 from app.figures.attention import heatmap_figure
@@ -76,8 +76,25 @@ def vectors(ckpt) -> dict:
         st.stop()
 
 
+def link_params(sets: dict) -> list[url_state.Param]:
+    """What a link to this page holds: ?kind=cross&layer=2&head=5&sentence=12 and how the points are drawn."""
+    def layers():
+        return sets[st.session_state.get("qk_kind", "enc_self")].layers
+    any_set = next(iter(sets.values()))
+    return [url_state.choice("kind", "qk_kind", list(KINDS), "enc_self", "kind of attention"),
+            url_state.choice("view", "qk_view", list(VIEWS), "one", "view"),
+            url_state.number("layer", "qk_layer", layers, 0, "layer"),
+            url_state.number("head", "qk_head", any_set.heads, 0, "head"),
+            url_state.choice("color", "qk_color", list(COLOR_BY), "role", "colouring"),
+            url_state.choice("projection", "qk_method", list(qk.PROJECTIONS), "pca", "projection"),
+            url_state.flag("specials", "qk_specials", True),
+            url_state.number("sentence", "qk_sentence", len(any_set.pairs), None, "sentence")]
+
+
 def controls(sets: dict) -> dict:
     """Kind, view, layer, head, colouring, projection and specials; their values by name (and the kind's QKSet)."""
+    link = link_params(sets)
+    url_state.restore("qk", link)
     for key, default in [("qk_kind", "enc_self"), ("qk_view", "one"), ("qk_layer", 0), ("qk_head", 0),
                          ("qk_color", "role"), ("qk_method", "pca"), ("qk_specials", True), ("qk_sentence", None)]:
         st.session_state.setdefault(key, default)
@@ -105,6 +122,7 @@ def controls(sets: dict) -> dict:
                                                                 "of </s>.")
     if kind != "enc_self":
         st.caption(md_escape(DECODER_ROWS))
+    url_state.publish("qk", link)
     return dict(kind=kind, view=view, qks=qks, layer=layer, head=head, color_by=color_by, method=method,
                 specials=specials)
 

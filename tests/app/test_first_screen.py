@@ -145,11 +145,27 @@ def test_presenter_mode_enlarges_the_text_of_every_figure(app):
     for path in [("font", "size"), ("title", "font", "size"), ("xaxis", "tickfont", "size"),
                  ("yaxis", "tickfont", "size"), ("margin", "t"), ("margin", "l")]:
         assert effective(big, *path) == pytest.approx(1.5 * effective(normal, *path), abs=1), path
-    # the map's rows grow less than its text, so that most of it stays on a projector's one screen, yet each row
-    # stays clearly taller than its labels
-    assert 1.25 * effective(big, "yaxis", "tickfont", "size") <= row_px(big) < 1.5 * row_px(normal)
+    # the map's rows grow less than its text, so that the whole map stays on a projector's one screen, yet each row
+    # stays taller than its labels (they never touch)
+    assert effective(big, "yaxis", "tickfont", "size") < row_px(big) < 1.5 * row_px(normal)
     assert effective(normal, "xaxis", "tickfont", "color") == style.INK
     assert effective(normal, "yaxis", "title", "font", "size") >= 13
+
+
+def test_the_explorers_whole_map_fits_the_room_under_its_controls_words_on_top(app):
+    """The map, its column words on top as in the paper's figures, is no taller than the room a 1280x720 first screen
+    leaves it (MAP_HEIGHT), in both modes (tests/browser/test_share_browser.py measures it in a browser)."""
+    from app.figures.attention import MAP_HEIGHT
+    at = ok(app())
+    # presenter mode's rows are at least 21 px (its labels are 19.5 px): a whole map there is one of up to ~12 words
+    for presenter, sentence in [(False, "A man in a blue shirt is standing on a ladder with a red bucket in his hand."),
+                                (True, "A man in a blue shirt is standing on a ladder.")]:
+        at.text_area(key="src").set_value(sentence).run()
+        at.sidebar.toggle(key="presenter").set_value(presenter).run()
+        layout = specs(ok(at))[0]["layout"]
+        assert layout["xaxis"]["side"] == "top" and not layout["xaxis"]["title"].get("text")
+        assert layout["height"] <= MAP_HEIGHT + 2, (presenter, layout["height"])      # the map's top at 340 px
+        assert layout["margin"]["b"] <= 15                      # nothing under the map
 
 
 # ---- readable figures (pure) ----
