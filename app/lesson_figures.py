@@ -297,8 +297,7 @@ def _first_difference(greedy: list, beam: list) -> int:
 
 def greedy_beam_before(model, options) -> Before:
     greedy, _ = _writing(model, {**options, "after": None}, beam=1)
-    return Before(f"**English:** {md_escape(greedy.src)}  \n**Greedy** (the most probable piece at each step): "
-                  f"*{md_escape(greedy.translation)}*")
+    return Before(f"**English:** {md_escape(greedy.src)}  \n**Greedy:** *{md_escape(greedy.translation)}*")
 
 
 def greedy_beam_answer(model, options) -> Answer:
@@ -310,13 +309,13 @@ def greedy_beam_answer(model, options) -> Answer:
     split = _first_difference(greedy.tokens, searched.tokens)
     fig = decoding.beam_tree_figure(searched, step=min(split, len(searched.steps) - 1), window=7,
                                     title=f"Beam search, {beam} beams")
-    fact = (f"Greedy: log P {greedy.logprob:.2f}, score {greedy.score:.2f}. Beam search: *"
-            f"{md_escape(searched.translation)}*, log P {searched.logprob:.2f}, score {searched.score:.2f}. ")
     if greedy.tokens == searched.tokens:
-        fact += "The same translation: here the most probable piece at each step was also the best sentence."
+        fact = (f"The same translation (log P {searched.logprob:.2f}, score {searched.score:.2f}): here the most "
+                "probable piece at each step also made the best sentence.")
     else:
-        fact += (f"They part at step {split + 1}: beam search kept a less likely piece there and found a sentence "
-                 f"the model likes {'more' if searched.score > greedy.score else 'less'} in all.")
+        ending = searched.text(searched.tokens[split:])
+        fact = (f"From step {split + 1} beam search wrote *…{md_escape(ending)}*: log P {searched.logprob:.2f} "
+                f"(greedy {greedy.logprob:.2f}), score {searched.score:.2f} (greedy {greedy.score:.2f}).")
     return Answer(fig, fact)
 
 

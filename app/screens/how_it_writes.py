@@ -188,6 +188,16 @@ def greedy_and_beam(ckpt, src: str, beam: int, alpha: float) -> None:
     rows += [(f"beam search, {b} beams", traced(ckpt, src, b, alpha)) for b in sorted({4, beam}) if b > 1]
     if st.toggle("Also: what α changes (beam 4, α = 0, 0.6 and 1.0)", key="hw_alphas"):
         rows += [(f"beam 4, α = {a:g}", traced(ckpt, src, 4, a)) for a in (0.0, 0.6, 1.0) if a != alpha]
+    if st.toggle("Also: draw at random (sampling)", key="hw_sampling",
+                 help="Instead of searching, draw each piece at random from the model's probabilities, as chat "
+                      "models often do; the same seed draws the same words."):
+        c1, c2, c3, c4 = st.columns(4)
+        sampling = (c1.number_input("temperature", 0.1, 5.0, 1.0, 0.1, key="hw_s_temperature"),
+                    int(c2.number_input("top-k (0: all)", 0, 1000, 0, key="hw_s_top_k")),
+                    c3.number_input("top-p", 0.05, 1.0, 1.0, 0.05, key="hw_s_top_p"),
+                    int(c4.number_input("seed", 0, 10**6, 0, key="hw_s_seed")))
+        rows.append((f"sampled (T = {sampling[0]:g}, top-k {sampling[1] or 'all'}, top-p {sampling[2]:g}, seed "
+                     f"{sampling[3]})", traced(ckpt, src, 1, alpha, None, sampling)))
     st.markdown("\n".join(f"- **{name}** · log P {t.logprob:.2f} · score {t.score:.3f} (α = {t.search.alpha:g}): "
                            f"{md_escape(t.translation) or '(empty)'}" for name, t in rows))
     greedy, best = rows[0][1], rows[1][1]

@@ -90,3 +90,12 @@ def test_odd_input_never_crashes(searches, text):
     ok(at.run())
     if not text.strip():
         assert at.warning and "empty" in at.warning[0].value
+
+
+def test_sampling_beside_the_searches_repeats_with_its_seed(searches):
+    at = ok(page(text="the quick brown fox"))
+    ok(at.toggle(key="hw_sampling").set_value(True).run())
+    line = next(m.value for m in at.markdown if "sampled" in m.value)
+    ok(at.number_input(key="hw_s_temperature").set_value(1.5).run())
+    again = next(m.value for m in at.markdown if "sampled" in m.value)
+    assert "T = 1.5" in again and "T = 1," in line
