@@ -98,7 +98,7 @@ def test_head_atlas_of_a_shipped_checkpoint_and_computed_for_one_without(tm, tmp
     from core.paths import REPO
     from tests.helpers import FIXTURES
     shipped = nb.head_atlas(nb.load(REPO / "checkpoints" / "news-small"), compute=False)   # its atlas.json
-    assert [t.type for t in shipped.data[:3]] == ["heatmap"] * 3
+    assert [t.type for t in shipped.data].count("heatmap") == 3       # one a kind (and clickable markers)
     with pytest.raises(ValueError, match="no atlas"):
         nb.head_atlas(tm, compute=False)
     shared = tmp_path / "eval" / "ud-english-ewt"                    # the hand-made fixture, never the real data

@@ -63,6 +63,10 @@ def serving(repos: dict, monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
     monkeypatch.setenv("ATTN_EXPLORER_CACHE", str(tmp_path / "explorer-cache"))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    # huggingface_hub reads HF_HUB_OFFLINE once, when first imported (under the suite's offline setting when
+    # transformers came first): its constant must say online too, or every call raises OfflineModeIsEnabled
+    import huggingface_hub.constants
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     with FakeHub() as hub:
         hub.repos.update(repos)
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
