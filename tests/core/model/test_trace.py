@@ -81,3 +81,19 @@ def test_sampling_distribution_cuts():
     for bad in (dict(temperature=0), dict(top_p=0), dict(top_k=-1)):
         with pytest.raises(ValueError):
             Sampling(**bad)
+
+
+def test_the_recorder_keeps_only_its_own_threads_passes(random_case):
+    """A shared model: a search in another thread while a trace records is neither recorded nor changed."""
+    import threading
+    from core.model.trace import AttentionRecorder
+    model, src = random_case
+    expected = core.beam_search(model, src, beam=2, max_extra=8)
+    got = []
+    with AttentionRecorder(model) as rec:
+        other = threading.Thread(target=lambda: got.append(core.beam_search(model, src, beam=2, max_extra=8)))
+        other.start()
+        other.join()
+        assert rec.maps == {"dec_self": [], "cross": []}
+    assert got == [expected]
+    assert all(not m._forward_hooks for layer in model.decoder for m in (layer.self_attn, layer.cross_attn))
