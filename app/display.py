@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.figures.export import FORMATS, export_problem, figure_spec, is_plotly, render
+from app.figures.export import DOWNLOADS, export_problem, figure_spec, is_plotly, render
 from app.figures.style import readable
 from app.sidebar import presenter_mode
 
@@ -29,18 +29,23 @@ def show_figure(fig, name: str, key: str | None = None, styled: bool = False, **
 
 
 def download_menu(fig, name: str, key: str | None = None) -> None:
-    """A small popover with PNG and SVG buttons. The file is drawn only when a button is clicked
-    (kaleido needs seconds a figure), on Streamlit's download thread, and cached by the figure's JSON.
-    Without a key, Streamlit tells the buttons apart by their file names."""
+    """A small popover with PNG, SVG and HTML buttons (HTML: interactive, Plotly's JavaScript inside, so it opens
+    offline). The file is drawn only when a button is clicked (kaleido needs seconds a figure), on Streamlit's
+    download thread, and cached by the figure's JSON. Without a key, Streamlit tells the buttons apart by their file
+    names."""
     plotly = is_plotly(fig)
     sub = (lambda part: f"download:{key}{part}") if key else (lambda part: None)
-    with st.popover("⬇ PNG / SVG", key=sub(""), help="Save this figure as an image file"):
+    with st.popover("⬇ PNG / SVG / HTML", key=sub(""),
+                    help="Save this figure as an image, or as an interactive HTML file that opens without network"):
         problem = export_problem(plotly)
         if problem:
             st.info(problem)
+        # a Plotly figure's HTML needs no browser to draw it: it stays on offer when PNG and SVG cannot be made
+        offered = DOWNLOADS if not problem else {"html": DOWNLOADS["html"]} if plotly else {}
+        if not offered:
             return
-        cols = st.columns(len(FORMATS))
-        for col, (fmt, mime) in zip(cols, FORMATS.items()):
+        cols = st.columns(len(offered))
+        for col, (fmt, mime) in zip(cols, offered.items()):
             col.download_button(fmt.upper(), data=lambda fmt=fmt: render(figure_spec(fig), fmt, plotly),
                                 file_name=f"{name}.{fmt}", mime=mime, key=sub(f":{fmt}"),
                                 on_click="ignore")

@@ -26,6 +26,8 @@ from app.figures.attention import COL_TITLES, ROW_TITLES, head_view_figure, heat
 from app.figures.contributions import source_share_figure
 from app.figures.decoding import beam_tree_figure, candidates_figure
 from app.figures.paper import figure_set, find_heads
+from app.figures.report import sentence_report
+from app.figures.training import describe_model
 from core import TranslationModel
 from core.checkpoint.pretrained import is_pretrained_source, pretrained_checkpoint
 from core.studies import contributions as contrib
@@ -180,3 +182,15 @@ def beam_tree(tm: TranslationModel, src: str, beam: int = 4, alpha: float = 0.6,
     tr = tm.trace(src, beam=beam, alpha=alpha)
     t = None if step is None else _index(len(tr.steps), step, "step")
     return beam_tree_figure(tr, t, window or len(tr.steps) + 1, f"Beam search, {beam} beams: {tr.translation}")
+
+
+def report(tm: TranslationModel, src: str, tgt: str | None = None, beam: int = 1, words: bool = True,
+           path: str | Path | None = None) -> str:
+    """One sentence's every map (each kind, layer and head, switchable) with its translation, the checkpoint's name
+    and card summary and the date, as one HTML file that opens offline (Plotly's JavaScript inside, ~5 MB); returned
+    as text, and written to `path` when given."""
+    page = sentence_report(tm.attend(src, tgt, beam=beam), tm.card.name or "checkpoint",
+                           describe_model(tm.card, tm.cfg), words=words)
+    if path is not None:
+        Path(path).write_text(page, encoding="utf-8")
+    return page

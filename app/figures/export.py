@@ -1,11 +1,13 @@
-"""Figures to PNG and SVG files: Plotly through kaleido (a headless Chromium), Altair through vl-convert."""
+"""Figures to PNG and SVG files: Plotly through kaleido (a headless Chromium), Altair through vl-convert; and to an
+interactive HTML file that carries its own JavaScript (Plotly's or Vega's), so that it works offline."""
 from __future__ import annotations
 
 import functools
 import threading
 import warnings
 
-FORMATS = {"png": "image/png", "svg": "image/svg+xml"}
+FORMATS = {"png": "image/png", "svg": "image/svg+xml"}          # pictures (the lesson handout embeds them)
+DOWNLOADS = {**FORMATS, "html": "text/html"}                    # what a figure's download menu offers
 PNG_SCALE = 2          # twice the screen size: sharp enough for slides and papers
 _server_lock = threading.Lock()
 
@@ -56,9 +58,11 @@ def _kaleido_server() -> None:
 
 @functools.lru_cache(maxsize=16)
 def render(spec: str, fmt: str, plotly: bool = True) -> bytes:
-    """JSON spec -> PNG or SVG bytes. Slow the first time (a browser starts), hence cached by spec."""
-    if fmt not in FORMATS:
-        raise ValueError(f"format must be one of {list(FORMATS)}, not {fmt!r}")
+    """JSON spec -> PNG, SVG or HTML bytes. Slow the first time (a browser starts), hence cached by spec."""
+    if fmt not in DOWNLOADS:
+        raise ValueError(f"format must be one of {list(DOWNLOADS)}, not {fmt!r}")
+    if fmt == "html":
+        return figure_html(spec, plotly)
     if plotly:
         import plotly.io as pio
         _kaleido_server()
@@ -74,6 +78,16 @@ def render(spec: str, fmt: str, plotly: bool = True) -> bytes:
     return vlc.vegalite_to_png(spec, scale=PNG_SCALE)
 
 
+def figure_html(spec: str, plotly: bool = True) -> bytes:
+    """A figure's JSON spec as one interactive HTML file with its JavaScript inside (no CDN: it draws offline)."""
+    if plotly:
+        import plotly.io as pio
+        return pio.to_html(pio.from_json(spec), include_plotlyjs=True, full_html=True,
+                           config={"displaylogo": False}).encode("utf-8")
+    import vl_convert as vlc
+    return vlc.vegalite_to_html(spec, bundle=True).encode("utf-8")
+
+
 def figure_bytes(fig, fmt: str) -> bytes:
-    """A Plotly figure or Altair chart as PNG or SVG bytes (for scripts/export_figures.py and the app)."""
+    """A Plotly figure or Altair chart as PNG, SVG or HTML bytes (for scripts/export_figures.py and the app)."""
     return render(figure_spec(fig), fmt, is_plotly(fig))

@@ -14,7 +14,9 @@ from app import cache, url_state
 from app import weights as show_weights
 from app.demo import default_sentence, examples
 from app.display import clicked_numbers, show_figure
+from app.figures.report import sentence_report
 from app.figures.style import PRESENTER
+from app.figures.training import describe_model
 from app.figures.attention import (COL_TITLES, MAP_HEIGHT, ROW_TITLES, head_view_figure, heatmap_from_frame,
                                    model_view_figure)
 from app.sidebar import presenter_mode
@@ -223,6 +225,17 @@ def head_view(v, c: dict, n_heads: int) -> None:
                    "left out so that the browser stays quick. Pick fewer heads or one token to see them all.")
 
 
+def report_button(res, name: str, model, words: bool) -> None:
+    """Every map of this sentence in one HTML file that opens offline (app.figures.report), made on the click."""
+    st.download_button("Every map of this sentence (HTML)", icon=":material/download:", on_click="ignore",
+                       data=lambda: sentence_report(res, name, describe_model(model.card, model.cfg), words=words),
+                       file_name=f"attention_{url_state.slug(' '.join(res.src.split()[:6]))[:50]}.html",
+                       mime="text/html", key="report_html",
+                       help="One file (about 5 MB) with each kind of attention, layer and head, switchable, the "
+                            "translation and the checkpoint: it opens in a browser with no network and no Python, "
+                            "to keep or to send.")
+
+
 ckpt, model = cache.model_or_stop()
 link = link_params(model)
 url_state.restore("explorer", link)
@@ -231,7 +244,7 @@ url_state.publish("explorer", link)       # before the model runs: a sentence it
 st.title("Attention explorer")
 src, tgt, beam, translation_place = sentence_inputs(ckpt.name, examples(model.card))   # sentences it learnt from
 tgt = tgt if tgt.strip() else None
-translation(ckpt, src, tgt, beam, translation_place)
+res = translation(ckpt, src, tgt, beam, translation_place)
 controls = map_controls(model.cfg)
 url_state.publish("explorer", link)       # again: the layer and head as kept within this kind's sizes
 show = controls["show"]
@@ -246,3 +259,4 @@ st.caption("The model translates the sentence, and every attention weight it use
            "Rows attend, columns are attended; each row's weights add up to 1.")
 conventions(view, controls)
 show_weights.explain(show, cache.contributions(ckpt, src, tgt, beam) if show == "alti" else None)
+report_button(res, ckpt.name, model, controls["words"])

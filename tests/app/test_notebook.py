@@ -119,3 +119,9 @@ def test_next_pieces_and_beam_tree_are_the_pages_figures(tm):
                                                      f"Beam search, 3 beams: {searched.translation}").to_plotly_json()
     with pytest.raises(ValueError, match="no step 99"):
         nb.next_pieces(tm, SRC, step=99)
+
+
+def test_a_report_is_the_offline_html_of_every_map(tm, tmp_path):
+    page = nb.report(tm, SRC, path=tmp_path / "r.html")
+    assert (tmp_path / "r.html").read_text(encoding="utf-8") == page
+    assert "Plotly.react" in page and SRC in page and '"enc_self"' in page

@@ -49,20 +49,28 @@ def _page():
     show_figure(go.Figure(go.Bar(x=[1], y=[2])), "no_key_2")
 
 
-def test_every_figure_gets_png_and_svg_buttons():
+def test_every_figure_gets_png_svg_and_html_buttons():
     at = AppTest.from_function(_page).run()
     assert not at.exception
     if export.export_problem(True) or export.export_problem(False):
         pytest.skip("an exporter is missing on this machine")
     buttons = at.get("download_button")
-    assert {b.key for b in buttons} == {"download:bars:png", "download:bars:svg", "download:chart:png",
-                                        "download:chart:svg", None}
-    assert len(buttons) == 8
+    assert {b.key for b in buttons} == {f"download:{name}:{fmt}" for name in ("bars", "chart")
+                                        for fmt in ("png", "svg", "html")} | {None}
+    assert len(buttons) == 12
 
 
-def test_a_missing_exporter_gives_a_readable_message(monkeypatch):
+def test_a_missing_exporter_gives_a_readable_message_and_keeps_plotlys_html(monkeypatch):
     import app.display
     monkeypatch.setattr(app.display, "export_problem", lambda plotly=True: "Saving figures needs kaleido.")
     at = AppTest.from_function(_page).run()
-    assert not at.exception and not at.get("download_button")
+    assert not at.exception
     assert [i.value for i in at.info] == ["Saving figures needs kaleido."] * 4
+    assert {b.key for b in at.get("download_button")} == {"download:bars:html", None}     # the 3 Plotly figures'
+
+
+def test_a_figure_as_html_carries_its_javascript():
+    """Plotly's JavaScript inside the file, no script from a CDN: it draws offline (the browser test opens one)."""
+    page = export.figure_bytes(small_plotly(), "html").decode()
+    assert "<html" in page and "tiny" in page and len(page) > 3_000_000         # plotly.min.js is ~4.8 MB
+    assert "<script src=" not in page and 'src="http' not in page       # (plotly.js names a CDN only for geo maps)
