@@ -119,6 +119,9 @@ def candidates(tr, step: int, hyp: int, presenter: bool) -> None:
 def where_it_looked(tr, step: int, hyp: int, cfg, presenter: bool) -> None:
     """The cross-attention with which the hypothesis chose, over the source words, for one layer and head or means."""
     c1, c2, c3 = st.columns([2, 2, 2], vertical_alignment="bottom")
+    for key, n in (("hw_layer", cfg.N_dec), ("hw_head", cfg.h)):         # another checkpoint may have fewer
+        if st.session_state[key] >= n:
+            st.session_state[key] = MEAN
     layer = c1.selectbox("Layer", [MEAN] + list(range(cfg.N_dec)), key="hw_layer",
                          format_func=lambda i: "mean of all layers" if i == MEAN else f"{i + 1} of {cfg.N_dec}")
     head = c2.selectbox("Head", [MEAN] + list(range(cfg.h)), key="hw_head",
