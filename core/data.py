@@ -110,33 +110,40 @@ def buckets_of(lengths: np.ndarray, buckets=LENGTH_BUCKETS) -> np.ndarray:
     return np.where(at < len(edges), edges[np.minimum(at, len(edges) - 1)], -(-lengths // 8) * 8)
 
 
-def bucket_rows(bucket: int, max_tokens: int) -> int:
-    """Rows of a batch of padded length `bucket` within max_tokens: a multiple of 8 (the GPU's matmul tiles) when
-    there are at least 8."""
-    rows = max(1, max_tokens // bucket)
+def bucket_rows(longest: int, max_tokens: int) -> int:
+    """Rows of a batch whose longer side is padded to `longest` within max_tokens: a multiple of 8 (the GPU's
+    matmul tiles) when there are at least 8."""
+    rows = max(1, max_tokens // longest)
     return rows - rows % 8 if rows >= 8 else rows
 
 
 def bucket_batches(lengths, max_tokens: int, seed: int | None = None,
-                   buckets=LENGTH_BUCKETS) -> list[tuple[int, list[int]]]:
-    """Group pair indices into fixed-shape batches: (bucket, indices), every batch of a bucket bucket_rows long.
+                   buckets=LENGTH_BUCKETS) -> list[tuple[tuple[int, int], list[int]]]:
+    """Group pair indices into fixed-shape batches: ((S, T), indices), the source padded to S and the target to T.
 
-    lengths: (src_len, tgt_len) per pair, as for token_batches (or an (n, 2) array: faster). A pair goes to the shortest bucket that holds
-    both sides; each bucket's pairs are cut into batches of bucket_rows(bucket, max_tokens) rows, and its last
-    batch is filled up with -1 (a blank row, which adds no loss): so an epoch has one batch shape per bucket,
-    every pair is in exactly one batch, and no batch holds more than max_tokens positions, padding included.
-    With a seed the pairs of each bucket and the batch order are shuffled (each epoch differs).
+    lengths: (src_len, tgt_len) per pair, as for token_batches (or an (n, 2) array: faster). Each side of a pair
+    goes to the shortest bucket that holds it (each side its own: a long source does not pad a short target); the
+    pairs of each (S, T) cell are cut into batches of bucket_rows(max(S, T), max_tokens) rows, and the cell's last,
+    shorter batch is filled up with -1 (a blank row, which adds no loss) to a multiple of 8 rows. So an epoch has at
+    most two batch shapes per cell, the same every epoch; every pair is in exactly one batch, and no batch holds more
+    than max_tokens positions on either side, padding included.
+    With a seed the pairs of each cell and the batch order are shuffled (each epoch differs).
     """
     g = torch.Generator().manual_seed(seed) if seed is not None else None
-    of_pair = buckets_of(np.asarray(lengths, dtype=np.int64).reshape(-1, 2).max(axis=1), buckets)
+    lengths = np.asarray(lengths, dtype=np.int64).reshape(-1, 2)
+    cell = buckets_of(lengths[:, 0], buckets) * (1 << 20) + buckets_of(lengths[:, 1], buckets)
     batches = []
-    for bucket in np.unique(of_pair).tolist():
-        idx = np.flatnonzero(of_pair == bucket)
+    for key in np.unique(cell).tolist():
+        shape = divmod(key, 1 << 20)
+        idx = np.flatnonzero(cell == key)
         if g is not None:
             idx = idx[torch.randperm(len(idx), generator=g).numpy()]
-        rows = bucket_rows(bucket, max_tokens)
-        idx = np.concatenate([idx, np.full(-len(idx) % rows, -1)]).reshape(-1, rows)
-        batches += [(bucket, part) for part in idx.tolist()]
+        rows = bucket_rows(max(shape), max_tokens)
+        full = len(idx) - len(idx) % rows
+        batches += [(shape, part) for part in idx[:full].reshape(-1, rows).tolist()]
+        if full < len(idx):                       # the last batch: blank rows up to a multiple of 8 (or to `rows`)
+            last = idx[full:].tolist()
+            batches.append((shape, last + [-1] * (min(rows, -(-len(last) // 8) * 8) - len(last))))
     if g is not None:
         batches = [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
     return batches

@@ -4,7 +4,7 @@ A 9.9M-parameter model on an H200 ran at 3% of the chip (docs/benchmarks.md): it
 What held the GPU, and what this path does instead (scripts/train.py --fast; auto: on CUDA, one process):
 - hundreds of small kernels launched one by one from Python: `torch.compile` fuses them. `dynamic=True` compiles
   ONE graph for every batch shape, and the shapes come from a fixed set of length buckets (core/data.py
-  bucket_batches), so nothing recompiles; mode "reduce-overhead" adds CUDA graphs, one per bucket.
+  bucket_batches), so nothing recompiles; mode "reduce-overhead" adds CUDA graphs, one per batch shape.
 - a host synchronisation every step (`loss.item()`, `float(grad_norm)`): the sums stay on the device and are read
   every --log-every steps.
 - batches collated in Python and copied every step: every pair is on the device once, padded to its bucket, and a
@@ -34,30 +34,31 @@ def use_fast_path(choice: str, device, world: int) -> bool:
 
 
 class DevicePairs:
-    """Every training pair on the device, padded to its length bucket: for each bucket, (rows, bucket) int64 tensors
-    of source ids, decoder inputs (<s> + y) and targets (y + </s>). Row 0 of each is a blank pair (source </s>,
-    input <s>, targets all padding): it fills a bucket's last batch and adds no loss and no gradient."""
+    """Every training pair on the device, each side padded to its length bucket: for each (S, T) cell of source and
+    target buckets, int64 tensors of source ids (rows, S), decoder inputs <s> + y and targets y + </s> (rows, T).
+    Row 0 of each is a blank pair (source </s>, input <s>, targets all padding): it fills a cell's last batch and
+    adds no loss and no gradient."""
 
     def __init__(self, pairs, lengths, cfg, device, buckets=LENGTH_BUCKETS, source=None):
         # source: what these pairs were made from (the loop builds them again only when it changes)
         self.cfg, self.buckets, self.source = cfg, buckets, source
         lengths_arr = np.asarray(lengths, dtype=np.int64).reshape(-1, 2)
         self.lengths, self.tgt_lengths = lengths_arr, lengths_arr[:, 1]
-        bucket = buckets_of(lengths_arr.max(axis=1), buckets)
-        self.row = np.zeros(len(pairs), dtype=np.int64)            # row of pair i in its bucket's tensors
+        src_b, tgt_b = buckets_of(lengths_arr[:, 0], buckets), buckets_of(lengths_arr[:, 1], buckets)
+        self.row = np.zeros(len(pairs), dtype=np.int64)            # row of pair i in its cell's tensors
         self.tensors = {}
-        for b in np.unique(bucket).tolist():
-            members = np.flatnonzero(bucket == b)
+        for shape in sorted(set(zip(src_b.tolist(), tgt_b.tolist()))):
+            members = np.flatnonzero((src_b == shape[0]) & (tgt_b == shape[1]))
             self.row[members] = np.arange(1, len(members) + 1)
-            self.tensors[b] = tuple(torch.from_numpy(x).to(device) for x in
-                                    _padded(pairs, members, lengths_arr, b, cfg))
+            self.tensors[shape] = tuple(torch.from_numpy(x).to(device) for x in
+                                        _padded(pairs, members, lengths_arr, shape, cfg))
 
-    def batch(self, bucket: int, rows: torch.Tensor):
-        """(src, tgt_in, tgt_out), each (B, bucket), of the bucket's rows (a (B,) int64 tensor on the device)."""
-        return tuple(t.index_select(0, rows) for t in self.tensors[bucket])
+    def batch(self, shape: tuple[int, int], rows: torch.Tensor):
+        """(src (B, S), tgt_in (B, T), tgt_out (B, T)) of the (S, T) cell's rows (a (B,) int64 tensor on the device)."""
+        return tuple(t.index_select(0, rows) for t in self.tensors[shape])
 
     def epoch(self, max_tokens: int, seed: int):
-        """The epoch's batches as [(bucket, rows on the device, real target tokens)], from bucket_batches."""
+        """The epoch's batches as [((S, T), rows on the device, real target tokens)], from bucket_batches."""
         plan = bucket_batches(self.lengths, max_tokens, seed, self.buckets)
         pair = np.array([i for _, idx in plan for i in idx], dtype=np.int64)       # -1: a blank row
         real = pair >= 0
@@ -68,12 +69,12 @@ class DevicePairs:
         return [(b, rows[a: z], n) for (b, _), a, z, n in zip(plan, starts[:-1].tolist(), starts[1:].tolist(), tokens)]
 
 
-def _padded(pairs, members, lengths, bucket: int, cfg):
-    """(src, tgt_in, tgt_out) numpy arrays (1 + len(members), bucket) for these pairs, row 0 blank; in a few numpy
-    assignments for all of a bucket's pairs, not a Python loop over the news mix's 900k."""
+def _padded(pairs, members, lengths, shape: tuple[int, int], cfg):
+    """(src (1 + len(members), S), tgt_in and tgt_out (1 + len(members), T)) numpy arrays of these pairs, row 0
+    blank; in a few numpy assignments for all of a cell's pairs, not a Python loop over the news mix's 900k."""
     n = len(members) + 1
-    src = np.full((n, bucket), cfg.pad_id, dtype=np.int64)
-    tin, tout = src.copy(), src.copy()
+    src = np.full((n, shape[0]), cfg.pad_id, dtype=np.int64)
+    tin, tout = np.full((2, n, shape[1]), cfg.pad_id, dtype=np.int64)
     src[0, 0] = cfg.eos_id                          # the blank row: a source of </s> alone
     s_len, t_len = lengths[members, 0], lengths[members, 1] - 1        # lengths hold the target's </s>
     rows = np.arange(1, n)

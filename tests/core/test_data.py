@@ -19,18 +19,19 @@ def test_bucketed_batches_hold_the_same_pairs_as_token_batches():
     assert sorted(real) == list(range(len(lengths)))                       # each pair exactly once
 
 
-def test_each_bucket_has_one_batch_shape_within_the_token_budget():
+def test_each_cell_has_at_most_two_batch_shapes_within_the_token_budget():
     lengths = lengths_of(3000, seed=1)
     batches = bucket_batches(lengths, 2048, seed=2)
-    shapes = {}
-    for bucket, idx in batches:
-        shapes.setdefault(bucket, set()).add(len(idx))
-        assert all(max(lengths[i]) <= bucket for i in idx if i >= 0)     # every pair fits its bucket
-        assert bucket * len(idx) <= 2048
-    assert all(len(rows) == 1 for rows in shapes.values())
-    assert set(shapes) <= set(LENGTH_BUCKETS)
+    rows = {}
+    for (S, T), idx in batches:
+        rows.setdefault((S, T), []).append(len(idx))
+        assert all(lengths[i][0] <= S and lengths[i][1] <= T for i in idx if i >= 0)   # each side fits its bucket
+        assert max(S, T) * len(idx) <= 2048 and len(idx) % 8 == 0
+        assert bucket_of(max(lengths[i][0] for i in idx if i >= 0)) == S              # no side padded further
+    assert all(len(set(n)) <= 2 and n.count(min(n)) == 1 or len(set(n)) == 1 for n in rows.values())
+    assert {S for S, _ in rows} | {T for _, T in rows} <= set(LENGTH_BUCKETS)
     blanks = sum(i < 0 for _, idx in batches for i in idx)
-    assert 0 < blanks < len(shapes) * max(len(idx) for _, idx in batches)  # only each bucket's last batch is filled
+    assert blanks < 8 * len(rows)                  # only each cell's last batch is filled, to a multiple of 8
 
 
 def test_epochs_shuffle_differently_and_repeat_with_their_seed():
@@ -43,3 +44,8 @@ def test_buckets_and_rows():
     assert [bucket_of(n) for n in (1, 8, 9, 128)] == [8, 8, 16, 128]
     assert bucket_of(130) == 136                                           # past the last: a multiple of 8
     assert bucket_rows(64, 60_000) == 936 and bucket_rows(128, 500) == 3   # multiples of 8 once there are 8
+
+
+def test_a_long_source_does_not_pad_a_short_target():
+    (shape, idx), = bucket_batches([(100, 10), (97, 12)], 4096)
+    assert shape == (112, 16) and idx == [0, 1, -1, -1, -1, -1, -1, -1]

@@ -38,7 +38,7 @@ def test_a_device_batch_is_collate_padded_to_its_bucket_with_blank_rows():
     cfg = preset("tiny", vocab_size=VOCAB)
     on_device = DevicePairs(pairs, lengths, cfg, "cpu", buckets=(16,))
     idx = [4, 0, 17, -1]
-    src, tin, tout = on_device.batch(16, rows_of(on_device, idx))
+    src, tin, tout = on_device.batch((16, 16), rows_of(on_device, idx))
     want = collate(pairs, idx[:3], cfg.pad_id, cfg.bos_id, cfg.eos_id)
     for got, ref in zip((src, tin, tout), want):
         assert got.shape == (4, 16) and got.dtype == torch.int64
@@ -52,10 +52,10 @@ def test_an_epoch_takes_every_pair_once_with_its_target_tokens():
     pairs, lengths = toy_pairs(200, longest=40, seed=1)
     on_device = DevicePairs(pairs, lengths, preset("tiny", vocab_size=VOCAB), "cpu")
     batches = on_device.epoch(max_tokens=256, seed=3)
-    seen = [tuple(t.tolist()) for b, rows, _ in batches for t in on_device.batch(b, rows)[0] if t[1:].any()]
+    targets = [t for shape, rows, _ in batches for t in on_device.batch(shape, rows)[2] if t.any()]   # not blank
     assert sum(n for _, _, n in batches) == sum(t for _, t in lengths)
-    assert len(seen) == len(pairs) - sum(len(s) == 1 for s, _ in pairs)   # rows with more than </s>
-    assert {rows.numel() * b <= 256 for b, rows, _ in batches} == {True}
+    assert len(targets) == len(pairs)
+    assert {rows.numel() * max(shape) <= 256 for shape, rows, _ in batches} == {True}
 
 
 @pytest.mark.parametrize("norm", ["pre", "post"])
@@ -94,7 +94,7 @@ def test_one_update_on_each_path_from_the_same_state_gives_the_same_weights(norm
         else:
             on_device = DevicePairs(pairs, lengths, model.cfg, "cpu", buckets=(16,))
             step = FastStep(model, opt, nullcontext(), clip=1.0, compile=False)
-            step([on_device.batch(16, rows_of(on_device, [*range(10), -1, -1]))], sum(t for _, t in lengths))
+            step([on_device.batch((16, 16), rows_of(on_device, [*range(10), -1, -1]))], sum(t for _, t in lengths))
             read = step.sums.read()
             assert read["tokens"] == sum(t for _, t in lengths) and read["steps"] == 1
         weights[path] = {k: v.clone() for k, v in model.state_dict().items()}
@@ -134,7 +134,7 @@ def relative_error(got, want) -> float:
 @pytest.mark.slow      # inductor compiles a C++ forward and backward for each layout: ~1 minute each on 2 cores
 @pytest.mark.parametrize("norm", ["pre", "post"])
 def test_the_compiled_step_gives_the_eager_steps_loss_and_gradients(norm):
-    """fp32, padding in both sides and the causal mask; two bucket shapes through one compilation (no recompile)."""
+    """fp32, padding in both sides and the causal mask; two batch shapes through one compilation (no recompile)."""
     torch._dynamo.reset()                      # the other layout's compilation is not a recompilation of this one
     model = tiny(norm, N=1, N_dec=1)
     names, params = zip(*model.named_parameters())
@@ -143,9 +143,9 @@ def test_the_compiled_step_gives_the_eager_steps_loss_and_gradients(norm):
     on_device = DevicePairs(pairs, lengths, model.cfg, "cpu")
     worst = 0.0
     with torch._dynamo.config.patch(error_on_recompile=True):
-        for bucket in (8, 16):
-            idx = [i for i, (s, t) in enumerate(lengths) if bucket_of(max(s, t)) == bucket][:6] + [-1]
-            batch = on_device.batch(bucket, rows_of(on_device, idx))
+        for shape in ((16, 8), (8, 16)):                # the source longer, then the target
+            idx = [i for i, (s, t) in enumerate(lengths) if (bucket_of(s), bucket_of(t)) == shape][:6] + [-1]
+            batch = on_device.batch(shape, rows_of(on_device, idx))
             (loss_e, n_e), (loss_c, n_c) = eager(*batch), compiled(*batch)
             grads_e = torch.autograd.grad(loss_e, params)
             grads_c = torch.autograd.grad(loss_c, params)
