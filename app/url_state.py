@@ -118,8 +118,8 @@ def checkpoint(names: Sequence[str]) -> Param:
     def read(value: str) -> str:
         if value in names:
             return value
-        raise LinkValueError(f"This computer has no checkpoint named '{value[:40]}' (it has {', '.join(names)}): "
-                       "showing another one.")
+        raise LinkValueError(f"This computer has no checkpoint named '{value[:40]}': showing another one (the "
+                             "sidebar lists those it has).")
     return Param("checkpoint", "checkpoint", None, read)
 
 
