@@ -21,6 +21,17 @@ if [ "${ON_DEVICE:-0}" = 1 ]; then
     exit
 fi
 
+if [ "${BACK:-0}" = 1 ]; then
+    # 3. Back here, right after the call, with its files copied to runs/news-base-gpu/: the tree made whole again, the
+    # parts joined, and the candidate scored against the shipped news model by the ship rule (docs/training.md,
+    # "When a model is shipped"). bench_mfu.py --run runs/news-base-gpu/... is not needed: mfu.json came back.
+    scripts/device_tree.sh unpark
+    (cd runs/news-base-gpu && cat news-base.tar.xz.part-* | tar -xJf -)
+    python scripts/evaluate_candidate.py runs/news-base-gpu/news-base --data data/news-mix-its --reuse-test \
+        --json runs/news-base-gpu/review.json --no-progress
+    exit
+fi
+
 # 1. Here, before the call: the news mix with balanced 'its' pairs, as news-small's last segments had it, packed for
 # the carry (20.8 MiB), and the tree made light enough to travel with it (27.5 + 20.8 MiB of the 64).
 [ -f artifacts/carry/news-mix-its.tar.xz ] || {
@@ -31,14 +42,6 @@ fi
 }
 scripts/device_tree.sh park
 
-# 2. The call (see ON_DEVICE above), then the tree made whole again at once:
+# 2. The call: see ON_DEVICE above.
 echo "now: the run tool with command 'ON_DEVICE=1 bash scripts/experiments/news-base.sh', carry [\"artifacts/carry\"]," \
-     "timeout_s 600; copy its files to runs/news-base-gpu/; then run this script again with BACK=1"
-[ "${BACK:-0}" = 1 ] || exit 0
-scripts/device_tree.sh unpark
-
-# 3. Back here: join the parts, score the candidate against the shipped news model by the ship rule
-# (docs/training.md, "When a model is shipped"), and compute the run's MFU again from its log if the call ran short.
-(cd runs/news-base-gpu && cat news-base.tar.xz.part-* | tar -xJf -)
-python scripts/evaluate_candidate.py runs/news-base-gpu/news-base --data data/news-mix-its --reuse-test \
-    --json runs/news-base-gpu/review.json --no-progress
+     "timeout_s 600; copy the files it returns to runs/news-base-gpu/, then: BACK=1 bash scripts/experiments/news-base.sh"

@@ -359,3 +359,19 @@ def test_snapshots_hold_the_pronoun_probes_and_the_papers_sentences(trained, cor
                                                            (150, out / "snapshots" / "step_0000150.npz")])
     assert unreadable == [] and table.step.tolist() == [75, 150]
     assert table.pronoun_sentences.tolist() == [len(pronouns)] * 2 and table.hit_best.between(0, 1).all()
+
+
+def test_the_fast_path_trains_on_a_cpu_and_logs_every_n_steps(corpus, tmp_path):
+    """--fast on (uncompiled here; tests/scripts/test_gpu_run.py rehearses it compiled): windows of --log-every steps,
+    the first step alone, and the same end as the eager loop (saves, export, card)."""
+    run, out = tmp_path / "run", tmp_path / "out"
+    train.main(run_args(corpus[1], run, "--out", out, "--max-steps", 12, "--max-tokens", 256,
+                        "--fast", "on", "--compile", "off", "--log-every", 5))
+    lines = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines()]
+    steps = [r for r in lines if "tokens_per_s" in r]
+    assert [r["step"] for r in steps] == [1, 5, 10, 12] and [r["steps"] for r in steps] == [1, 4, 5, 2]
+    assert all(r["loss"] > 0 and r["tokens_per_s"] > 0 for r in steps)
+    assert [r["compiled"] for r in lines if r.get("kind") == "first_step"] == [False]
+    meta, _ = read_run(run)
+    assert meta["args"]["fast_used"] and not meta["args"]["compile_used"]
+    assert read_info(run / "state.safetensors")["step"] == 12 and (out / "model.safetensors").exists()
