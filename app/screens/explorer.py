@@ -27,10 +27,9 @@ from core.studies.contributions import WEIGHTS
 from core.views import DECODER_ROWS, KINDS, SHORT
 
 BOX_HEIGHT = 68        # px: the sentence box and the translation, two lines of text each on the first screen
-# px a row of the map gets at most (the figures' own is 28): at 22 the default sentence's whole map, colour bar
-# included, ends within a 1280x720 first screen. Presenter mode draws rows and labels 1.5 times as large: 14 gives
-# ~26 px rows for 19.5 px labels, the least that keeps them apart from the back of a room.
-MAP_ROW_PX, PRESENTER_MAP_ROW_PX = 22, 14
+# px a row of the map gets at most (the figures' own is 28; presenter mode draws rows 1.5 times as large): a short
+# sentence's map grows to them, a longer one's rows shrink until the whole map fits the first screen (MAP_HEIGHT)
+MAP_ROW_PX, PRESENTER_MAP_ROW_PX = 28, 20
 VIEWS = {"one": "One head", "grid": "All heads", "lines": "Head view (lines)"}
 DECODING = {"greedy": 1, "beam": 4}       # in a link: ?decoding=beam
 

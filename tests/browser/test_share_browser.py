@@ -3,7 +3,7 @@ explorer's whole first map fits a 1280x720 first screen in both modes (and a pho
 the offline HTML report draws and switches heads with the network blocked.
 
 On the shipped checkpoints (news-small's snapshots give the Checkpoint page a step to link to). Measured on
-2026-12-05, 1280x720, multi30k-small's first sentence: the map from 340 to 708 px (presenter mode: 340 to 715 px),
+2026-12-05, 1280x720, multi30k-small's first sentence: the map from 340 to 710 px (presenter mode: 340 to 715 px),
 column words on top; a 32-word news-small report of 5.1 MB drew in 1.6 s offline. Skipped like
 tests/browser/test_browser.py when Playwright or Chromium is missing.
 """
