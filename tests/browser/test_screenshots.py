@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow      # minutes: every page of the app in a real br
 SCREENSHOTS = REPO / "artifacts" / "screenshots"
 VIEWPORTS = [(1280, 720), (1920, 1080)]
 # docs/images/ file: (the page's URL path, px of the page kept above its first chart, scrolled up to it)
-DOC_IMAGES = {"explorer.png": ("", 228), "paper_figures.png": ("paper_figures", 130)}
+DOC_IMAGES = {"explorer.png": ("", 340), "paper_figures.png": ("paper_figures", 130)}
 CHART = '[data-testid="stPlotlyChart"], [data-testid="stVegaLiteChart"]'
 SCROLL_TO = """([chart, above]) => {
   const main = document.querySelector('[data-testid="stMain"]');
