@@ -92,6 +92,8 @@ def test_a_link_opens_the_same_explorer_view_and_the_url_follows_the_controls(ap
     assert ok(at).query_params["head"] == "4"                     # the URL follows the control
     at.segmented_control(key="view").set_value("one").run()
     assert "view" not in ok(at).query_params                       # back at its default: left out
+    (link,) = [c.value for c in at.sidebar.get("code")]             # "Copy link" (no address in a test: the query)
+    assert link.startswith("?") and "checkpoint=b-model" in link and "head=4" in link and "view=" not in link
 
 
 def test_odd_links_open_the_nearest_view_with_a_notice(app):
