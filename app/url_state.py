@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+LEAD = "checkpoint"        # the first value of every link: the others are read against its model
 MAX_TEXT = 5000            # characters of a sentence read from a link (a model reads far fewer tokens)
 WRITTEN = "url_written"    # session_state: {page: {name: text}} last written to the URL (not read back as a link)
 SAVED = "url_saved"        # session_state: {page: {key: value}} the controls' values when the page last ran
@@ -171,6 +172,9 @@ def publish(page: str, params: list[Param]) -> None:
             if st.query_params.get(p.name) != shown:
                 st.query_params[p.name] = shown
             written[p.name] = shown
+    if LEAD in st.query_params and next(iter(st.query_params)) != LEAD:     # the sidebar's, written first or not
+        rest = {k: v for k, v in st.query_params.to_dict().items() if k != LEAD}
+        st.query_params.from_dict({LEAD: st.query_params[LEAD], **rest})
     show_link()
 
 
