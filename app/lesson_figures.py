@@ -8,8 +8,8 @@ Layers and heads are said counting from 1, as on every page.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -295,9 +295,22 @@ def _first_difference(greedy: list, beam: list) -> int:
     return next((i for i, (a, b) in enumerate(zip(greedy, beam)) if a != b), min(len(greedy), len(beam)))
 
 
+# an untrained model writes to the length limit, in pieces with no space to wrap at: the lesson's narrow text
+# column on a projector has room for two lines of that (the whole sentence is on the How it writes page)
+SHOWN_CHARS = 60
+
+
+def _clip(text: str) -> str:
+    """text cut to SHOWN_CHARS characters, at a space where there is one, with an ellipsis."""
+    if len(text) <= SHOWN_CHARS:
+        return text
+    cut = text[:SHOWN_CHARS - 1]
+    return cut.rsplit(" ", 1)[0] + " …" if " " in cut else cut + "…"     # no space: nothing to wrap the … with
+
+
 def greedy_beam_before(model, options) -> Before:
     greedy, _ = _writing(model, {**options, "after": None}, beam=1)
-    return Before(f"**English:** {md_escape(greedy.src)}  \n**Greedy:** *{md_escape(greedy.translation)}*")
+    return Before(f"**English:** {md_escape(greedy.src)}  \n**Greedy:** *{md_escape(_clip(greedy.translation))}*")
 
 
 def greedy_beam_answer(model, options) -> Answer:
@@ -313,7 +326,7 @@ def greedy_beam_answer(model, options) -> Answer:
         fact = (f"The same translation (log P {searched.logprob:.2f}, score {searched.score:.2f}): here the most "
                 "probable piece at each step also made the best sentence.")
     else:
-        ending = searched.text(searched.tokens[split:])
+        ending = _clip(searched.text(searched.tokens[split:]))
         fact = (f"From step {split + 1} beam search wrote *…{md_escape(ending)}*: log P {searched.logprob:.2f} "
                 f"(greedy {greedy.logprob:.2f}), score {searched.score:.2f} (greedy {greedy.score:.2f}).")
     return Answer(fig, fact)
