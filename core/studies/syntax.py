@@ -150,6 +150,7 @@ class Evaluation:
     n_sentences: int = 0
     n_first: int = 0                   # sentences in the selection half: the first n_sentences // 2
     used: int = 0
+    used_first: int = 0                # used sentences of the selection half
     skipped: list = field(default_factory=list)       # (sentence id or line, reason)
     unmapped_words: int = 0
     dropped_arcs: int = 0              # arcs not scored because a word of theirs has no piece
@@ -168,6 +169,7 @@ class Evaluation:
         pred = sa.partners()                                     # (N, h, M) UD indices
         row = {w: i for i, w in enumerate(sa.words)}
         self.used += 1
+        self.used_first += first
         self.unmapped_words += len(sa.unmapped)
         self.texts.append(sa.sentence.text)
         for dep, head, rel in sa.sentence.arcs():
