@@ -231,7 +231,7 @@ def long_arcs_figure(corpus: dict, picked: tuple[int, int] | None = None) -> go.
         mine = corpus["grid"][picked[0]][picked[1]]
         title += f"; layer {picked[0] + 1} head {picked[1] + 1}: {mine:.1f}% at {corpus['length']}"
     fig = go.Figure(go.Heatmap(z=z, x=[f"{k} words" for k in lengths], y=rows, colorscale="Blues", zmin=0,
-                               text=np.round(z, 1), texttemplate="%{text}", colorbar=dict(title="%", thickness=12),
+                               text=np.round(z, 1), texttemplate="%{text:.1f}", colorbar=dict(title="%", thickness=12),
                                hovertemplate="%{y}, %{x}: %{z:.1f}%<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(title=dict(text=safe(title), x=0.0), height=120 + 34 * len(rows), plot_bgcolor="white",
