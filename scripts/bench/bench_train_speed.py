@@ -6,9 +6,10 @@
 The baseline commit is exported with `git archive` into artifacts/speed/<commit>/ (git-ignored) and its own
 scripts/train.py runs from there, so each side is exactly the code of its commit. Both sides run the news-small
 recipe (bf16, 2 threads, 3,500-token batches) for --steps steps from the same seed, taking turns --rounds times
-(A B A B ...), so that a slow minute of a shared machine hits both; the figure is the median over each side's
-JSONL log lines (`tokens_per_s`, one a step) after the first --skip steps of every segment. Run it on an
-idle machine: a training run beside it takes the same cores. Prints one JSON object.
+(A B, then B A, ...), so that a slow minute of a shared machine hits both and neither side always runs second
+(an A/A run, the same code on both sides, read 0.91x for the side that ran second); the figure is the median
+over each side's JSONL log lines (`tokens_per_s`, one a step) after the first --skip steps of every segment.
+Run it on an idle machine: a training run beside it takes the same cores. Prints one JSON object.
 """
 from __future__ import annotations
 
@@ -73,7 +74,8 @@ def main(argv=None):
     trees = {"baseline": export_commit(args.baseline, out), "this tree": REPO}
     rates = {name: [] for name in trees}
     for r in range(args.rounds):
-        for name, tree in trees.items():
+        order = list(trees.items()) if r % 2 == 0 else list(trees.items())[::-1]   # A B, B A: on this machine the
+        for name, tree in order:                                                # second of a pair reads slower
             run = out / "runs" / f"{name.replace(' ', '_')}_{r}"
             if run.exists():
                 for f in run.rglob("*"):
