@@ -78,6 +78,28 @@ def differences(tm: core.TranslationModel, hf, src: str, tgt: str) -> dict:
     return diff
 
 
+def assert_matches_transformers(tm: core.TranslationModel, hf, src: str, tgt: str = TARGET) -> None:
+    """Our logits and every attention map equal transformers' within LOGITS_ATOL and MAPS_ATOL."""
+    diff = differences(tm, hf, src, tgt)
+    assert diff["logits"] <= LOGITS_ATOL, diff
+    assert max(diff[k] for k in ("enc_self", "dec_self", "cross")) <= MAPS_ATOL, diff
+
+
+def assert_greedy_with_language_token(tm: core.TranslationModel, hf, tok, sentences: list[str]) -> None:
+    """A many-to-many model's greedy output equals generate's with the target language forced first (with and
+    without the cache), and its text leaves the language token out; beam search forces it too."""
+    for s in sentences:
+        src_ids = tm.source_ids(s)
+        theirs = generate(hf, src_ids, greedy_length(tm, src_ids), tm.cfg.eos_id,
+                          forced_bos_token_id=tm.cfg.tgt_prefix_id)
+        assert theirs[0] == tm.cfg.tgt_prefix_id and len(theirs) > 2
+        assert core.greedy_search(tm.model, torch.tensor([src_ids]))[0] == theirs
+        assert core.greedy_search(tm.model, torch.tensor([src_ids]), use_cache=False)[0] == theirs
+        # the text without the language token (transformers 5's M2M100Tokenizer would keep "__de__" in it)
+        assert tm.translate(s, beam=1) == tok.decode(theirs[1:], skip_special_tokens=True)
+    assert tm.translate(sentences[0], beam=3)
+
+
 def generate(hf, src_ids: list[int], max_length: int, eos: int, **kwargs) -> list[int]:
     """transformers' greedy output after the decoder start, cut at </s> (forced at max_length, as our limit does)."""
     with torch.no_grad():

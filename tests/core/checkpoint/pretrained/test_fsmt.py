@@ -18,8 +18,9 @@ from transformers import FSMTForConditionalGeneration, FSMTTokenizer  # noqa: E4
 import core  # noqa: E402
 from core.checkpoint.pretrained import HFImportError  # noqa: E402
 from core.checkpoint.pretrained import convert_folder as import_model  # noqa: E402
-from tests.core.checkpoint.pretrained.hf_models import (EXTRA_EN, LOGITS_ATOL, MAPS_ATOL, SENTENCES, TARGET, build_fsmt,  # noqa: E402
-                                     differences, generate, greedy_length)
+from tests.core.checkpoint.pretrained.hf_models import (EXTRA_EN, SENTENCES, TARGET,  # noqa: E402
+                                                        assert_matches_transformers, build_fsmt, generate,
+                                                        greedy_length)
 
 
 def hf_tokenizers(folder):
@@ -64,9 +65,7 @@ def test_config_and_card(imported):
 @pytest.mark.parametrize("src", SENTENCES + EXTRA_EN[:1])
 def test_logits_and_attention_match_transformers(imported, src):
     hf, tm = imported[1], imported[-1]
-    diff = differences(tm, hf, src, TARGET)
-    assert diff["logits"] <= LOGITS_ATOL, diff
-    assert max(diff[k] for k in ("enc_self", "dec_self", "cross")) <= MAPS_ATOL, diff
+    assert_matches_transformers(tm, hf, src)
 
 
 def test_greedy_matches_generate(imported):

@@ -19,8 +19,9 @@ from transformers import AutoTokenizer, M2M100ForConditionalGeneration, M2M100To
 import core  # noqa: E402
 from core.checkpoint.pretrained import HFImportError  # noqa: E402
 from core.checkpoint.pretrained import convert_folder as import_model  # noqa: E402
-from tests.core.checkpoint.pretrained.hf_models import (LOGITS_ATOL, MAPS_ATOL, SENTENCES, TARGET, build_m2m100,  # noqa: E402
-                                     differences, generate, greedy_length)
+from tests.core.checkpoint.pretrained.hf_models import (SENTENCES, TARGET,  # noqa: E402
+                                                        assert_greedy_with_language_token,
+                                                        assert_matches_transformers, build_m2m100)
 
 LANGS = {"nllb": ("eng_Latn", "deu_Latn"), "m2m100": ("en", "de")}
 
@@ -72,9 +73,7 @@ def test_config_and_card(imported):
 @pytest.mark.parametrize("src", SENTENCES)
 def test_logits_and_attention_match_transformers(imported, src):
     _, _, hf, _, tm = imported
-    diff = differences(tm, hf, src, TARGET)
-    assert diff["logits"] <= LOGITS_ATOL, diff
-    assert max(diff[k] for k in ("enc_self", "dec_self", "cross")) <= MAPS_ATOL, diff
+    assert_matches_transformers(tm, hf, src)
 
 
 def test_the_language_token_is_a_piece_of_each_side(imported):
@@ -89,16 +88,7 @@ def test_the_language_token_is_a_piece_of_each_side(imported):
 
 def test_greedy_matches_generate(imported):
     _, _, hf, tok, tm = imported
-    for s in SENTENCES[:2]:
-        src_ids = tm.source_ids(s)
-        theirs = generate(hf, src_ids, greedy_length(tm, src_ids), tm.cfg.eos_id,
-                          forced_bos_token_id=tm.cfg.tgt_prefix_id)
-        assert theirs[0] == tm.cfg.tgt_prefix_id and len(theirs) > 2
-        assert core.greedy_search(tm.model, torch.tensor([src_ids]))[0] == theirs
-        assert core.greedy_search(tm.model, torch.tensor([src_ids]), use_cache=False)[0] == theirs
-        # the text without the language token (transformers 5's M2M100Tokenizer would keep "__de__" in it)
-        assert tm.translate(s, beam=1) == tok.decode(theirs[1:], skip_special_tokens=True)
-    assert tm.translate(SENTENCES[0], beam=3)             # beam search forces the language token too
+    assert_greedy_with_language_token(tm, hf, tok, SENTENCES[:2])
 
 
 def test_a_batch_gives_each_sentence_its_own_maps(imported):

@@ -18,8 +18,9 @@ from transformers import AutoTokenizer, MBartForConditionalGeneration  # noqa: E
 import core  # noqa: E402
 from core.checkpoint.pretrained import HFImportError  # noqa: E402
 from core.checkpoint.pretrained import convert_folder as import_model  # noqa: E402
-from tests.core.checkpoint.pretrained.hf_models import (LOGITS_ATOL, MAPS_ATOL, SENTENCES, TARGET,  # noqa: E402
-                                                        build_mbart, differences, generate, greedy_length)
+from tests.core.checkpoint.pretrained.hf_models import (SENTENCES, TARGET,  # noqa: E402
+                                                        assert_greedy_with_language_token,
+                                                        assert_matches_transformers, build_mbart)
 
 EXAMPLES = SENTENCES + [TARGET, "Zebras jump: 42!", "Grüße aus München"]
 
@@ -70,22 +71,12 @@ def test_config_and_card(imported):
 @pytest.mark.parametrize("src", SENTENCES)
 def test_logits_and_attention_match_transformers(imported, src):
     hf, tm = imported[1], imported[-1]
-    diff = differences(tm, hf, src, TARGET)
-    assert diff["logits"] <= LOGITS_ATOL, diff
-    assert max(diff[k] for k in ("enc_self", "dec_self", "cross")) <= MAPS_ATOL, diff
+    assert_matches_transformers(tm, hf, src)
 
 
 def test_greedy_matches_generate(imported):
     _, hf, tok, tm = imported
-    for s in SENTENCES[:2]:
-        src_ids = tm.source_ids(s)
-        theirs = generate(hf, src_ids, greedy_length(tm, src_ids), tm.cfg.eos_id,
-                          forced_bos_token_id=tm.cfg.tgt_prefix_id)
-        assert theirs[0] == tm.cfg.tgt_prefix_id and len(theirs) > 2
-        assert core.greedy_search(tm.model, torch.tensor([src_ids]))[0] == theirs
-        assert core.greedy_search(tm.model, torch.tensor([src_ids]), use_cache=False)[0] == theirs
-        assert tm.translate(s, beam=1) == tok.decode(theirs[1:], skip_special_tokens=True)
-    assert tm.translate(SENTENCES[0], beam=3)
+    assert_greedy_with_language_token(tm, hf, tok, SENTENCES[:2])
 
 
 def test_unknown_language_lists_the_models_codes(imported, tmp_path):
