@@ -56,13 +56,17 @@ def _kaleido_server() -> None:
         kaleido.start_sync_server(silence_warnings=True)
 
 
-@functools.lru_cache(maxsize=16)
 def render(spec: str, fmt: str, plotly: bool = True) -> bytes:
-    """JSON spec -> PNG, SVG or HTML bytes. Slow the first time (a browser starts), hence cached by spec."""
+    """JSON spec -> PNG, SVG or HTML bytes."""
     if fmt not in DOWNLOADS:
         raise ValueError(f"format must be one of {list(DOWNLOADS)}, not {fmt!r}")
-    if fmt == "html":
-        return figure_html(spec, plotly)
+    # HTML is quick to write and ~5 MB (Plotly's JavaScript): a server's cache would hold 16 of them for nothing
+    return figure_html(spec, plotly) if fmt == "html" else _picture(spec, fmt, plotly)
+
+
+@functools.lru_cache(maxsize=16)
+def _picture(spec: str, fmt: str, plotly: bool) -> bytes:
+    """JSON spec -> PNG or SVG bytes. Slow the first time (a browser starts), hence cached by spec."""
     if plotly:
         import plotly.io as pio
         _kaleido_server()
