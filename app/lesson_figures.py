@@ -300,17 +300,10 @@ def _first_difference(greedy: list, beam: list) -> int:
 SHOWN_CHARS = 60
 
 
-def _clip(text: str) -> str:
-    """text cut to SHOWN_CHARS characters, at a space where there is one, with an ellipsis."""
-    if len(text) <= SHOWN_CHARS:
-        return text
-    cut = text[:SHOWN_CHARS - 1]
-    return cut.rsplit(" ", 1)[0] + " …" if " " in cut else cut + "…"     # no space: nothing to wrap the … with
-
-
 def greedy_beam_before(model, options) -> Before:
     greedy, _ = _writing(model, {**options, "after": None}, beam=1)
-    return Before(f"**English:** {md_escape(greedy.src)}  \n**Greedy:** *{md_escape(_clip(greedy.translation))}*")
+    shown = _short(greedy.translation, SHOWN_CHARS)
+    return Before(f"**English:** {md_escape(greedy.src)}  \n**Greedy:** *{md_escape(shown)}*")
 
 
 def greedy_beam_answer(model, options) -> Answer:
@@ -326,7 +319,7 @@ def greedy_beam_answer(model, options) -> Answer:
         fact = (f"The same translation (log P {searched.logprob:.2f}, score {searched.score:.2f}): here the most "
                 "probable piece at each step also made the best sentence.")
     else:
-        ending = _clip(searched.text(searched.tokens[split:]))
+        ending = _short(searched.text(searched.tokens[split:]), SHOWN_CHARS)
         fact = (f"From step {split + 1} beam search wrote *…{md_escape(ending)}*: log P {searched.logprob:.2f} "
                 f"(greedy {greedy.logprob:.2f}), score {searched.score:.2f} (greedy {greedy.score:.2f}).")
     return Answer(fig, fact)
