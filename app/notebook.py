@@ -29,6 +29,7 @@ from app.figures.paper import figure_set, find_heads
 from app.figures.report import sentence_report
 from app.figures.training import describe_model
 from core import TranslationModel
+from core.checkpoint import atomic_write
 from core.checkpoint.pretrained import is_pretrained_source, pretrained_checkpoint
 from core.studies import contributions as contrib
 from core.studies import paper_figures as pf
@@ -192,5 +193,5 @@ def report(tm: TranslationModel, src: str, tgt: str | None = None, beam: int = 1
     page = sentence_report(tm.attend(src, tgt, beam=beam), tm.card.name or "checkpoint",
                            describe_model(tm.card, tm.cfg), words=words)
     if path is not None:
-        Path(path).write_text(page, encoding="utf-8")
+        atomic_write(path, page)              # the project's one atomic write: never half a report on disk
     return page
