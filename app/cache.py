@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from app.checkpoints import (UNTRAINED, CheckpointKey, checkpoint_folder, checkpoint_key, checkpoint_names,
-                             load_with_progress, untrained_model)
+                             languages, load_with_progress, untrained_model)
 from app.demo import DOMAINS, demo_sentences
 from app.figures.attention import ROW_PX, heatmap_figure
 from app.figures.qk import qk_scatter, small_multiples
@@ -31,7 +32,10 @@ from app.figures.toy import cross_grid, loss_figure
 from core import CheckpointError, TranslationModel
 from core.checkpoint.snapshots import read_probes, snapshot_steps
 from core.decoding_trace import TracedTranslation
+from core.model.position_bias import learned_bias
 from core.model.trace import Sampling
+from core.datasets import WMT14
+from core.paths import shared_data
 from core.studies import ablation, analysis, compare, pronouns, qk
 from core.studies import conllu
 from core.studies import syntax as sx
@@ -331,6 +335,10 @@ def qk_sentences(key: CheckpointKey) -> tuple[list[dict], str]:
     pairs, about = qk.checkpoint_sample(model.folder, model.card)
     if pairs:
         return pairs, about
+    newstest = shared_data(WMT14)                   # scripts/get_data.py newstest: for any en -> de model
+    if languages(model.card) == ("en", "de") and (newstest / "valid.en").is_file():
+        pairs = qk.read_corpus(newstest, "valid")
+        return pairs, f"the first {len(pairs)} sentences of newstest2013, the paper's dev set"
     demo = list(dict.fromkeys(demo_sentences(model.card) + [s for _, ex in DOMAINS.values() for s in ex.values()]))
     return [{"src": s, "tgt": None} for s in demo], ""
 
@@ -394,6 +402,21 @@ def head_steps(key: CheckpointKey, src: str, kind: str, layer: int) -> step_by_s
 
 # ---- Watch it learn ----
 
+def position_bias(key: CheckpointKey, span: int = 40) -> dict | None:
+    """A T5 checkpoint's learned position bias per head over distance (core.model.position_bias.learned_bias), or
+    None for a model with the paper's positions: its config.json says which, so no model is loaded for those."""
+    try:
+        positions = json.loads((checkpoint_folder(key.name) / "config.json").read_text(encoding="utf-8"))["positions"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return _position_bias(key, span) if positions == "relative" else None
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _position_bias(key: CheckpointKey, span: int) -> dict | None:
+    return learned_bias(load_model(key).model, span)
+
+
 @st.cache_resource
 def toy_runs() -> toy_task.OneRunAtATime:
     """The server's one live toy training: every session of the process watches the same run."""
@@ -444,3 +467,15 @@ def decoding_trace(key: CheckpointKey, src: str, beam: int, alpha: float, prefix
     force first; sampling: (temperature, top_k, top_p, seed) to draw at random instead. ValueError for bad input."""
     return load_model(key).trace(src, beam=beam, alpha=alpha, prefix=list(prefix) if prefix else None,
                                  sampling=Sampling(*sampling) if sampling else None)
+
+
+# ---- Why this and not that? ----
+
+@st.cache_resource(max_entries=32, show_spinner="Asking why this word and not the other…")
+def contrast(key: CheckpointKey, src: str, prefix: tuple, chosen: tuple, other: tuple, method: str):
+    """TranslationModel.contrast at one step, shared read-only: prefix, chosen and other as target ids (How it
+    writes) or text in 1-tuples (Which pronoun?). ValueError for anything that cannot be asked."""
+    def arg(x):
+        return x[0] if len(x) == 1 and isinstance(x[0], str) else list(x)
+    return load_model(key).contrast(src, arg(prefix) if prefix else None, arg(chosen), arg(other), method=method)
+

@@ -7,6 +7,7 @@ started = time.perf_counter()          # this run's start, for log_run
 import streamlit as st  # noqa: E402  (after the clock starts: a run's time includes its imports)
 
 from app.cache import unpin_checkpoint  # noqa: E402
+from app.lesson import class_panel  # noqa: E402
 from app.run_log import log_run  # noqa: E402
 from app.sidebar import sidebar  # noqa: E402
 from app.startup import set_up_process  # noqa: E402
@@ -32,7 +33,7 @@ SECTIONS = {  # the sidebar's sections: (file, title, icon) of their pages; the 
         ("checkpoint.py", "Checkpoint", ":material/inventory_2:"),
     ],
     "The paper": [
-        ("lesson.py", "Lesson", ":material/school:"),          # a guided path for a class (app/lesson.toml)
+        ("lesson.py", "Lesson", ":material/school:"),          # a guided path for a class (app/lesson/lesson.toml)
         ("paper_figures.py", "The paper's figures", ":material/article:"),
         ("scaled_attention.py", "Attention, step by step", ":material/calculate:"),
         ("watch_it_learn.py", "Watch it learn", ":material/model_training:"),
@@ -50,7 +51,9 @@ written = {section: [st.Page(PAGES / f, title=t, icon=i) for f, t, i in pages if
 nav = st.navigation({section: pages for section, pages in written.items() if pages})
 link_place(st.sidebar.empty())         # "Copy link", under the pages: filled as the pages write their URL
 try:
+    class_panel.from_link()            # ?class=CODE on any page; a teacher link leaves the address before it is shown
     sidebar(prefer_domain=next((d for f, d in PAGE_DOMAIN.items() if nav.url_path == Path(f).stem), None))
+    class_panel.sidebar_panel(nav.url_path or Path(SECTIONS["Explore a model"][0][0]).stem)   # "": the first page
     nav.run()
 finally:                                # also when a page stops early (st.stop)
     unpin_checkpoint()                  # the next rerun looks at the checkpoint's files again

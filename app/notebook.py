@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 from app.checkpoints import checkpoint_folder, load_with_progress
 from app.figures import style
 from app.figures.attention import COL_TITLES, ROW_TITLES, head_view_figure, heatmap_figure, model_view_figure
+from app.figures.contrast import attention_of, contrast_figure
 from app.figures.contributions import source_share_figure
 from app.figures.decoding import beam_tree_figure, candidates_figure
 from app.figures.paper import figure_set, find_heads
@@ -147,6 +148,20 @@ def source_share(tm: TranslationModel, src: str, tgt: str | None = None) -> go.F
     written before it (ALTI+)."""
     words, share = contrib.word_shares(contrib.contributions(tm, src, tgt))
     return source_share_figure(words, share, "Where each translated word came from")
+
+
+def why(tm: TranslationModel, text: str, prefix: str, chosen: str, other: str, method: str = "erasure",
+        layer: int | None = None, head: int | None = None) -> go.Figure:
+    """Why `chosen` and not `other` after `prefix` (the target words already written, "" for the first word)?
+    Each source word's push towards chosen (red, +) or other (blue, -) by `method` ("erasure": the word left out,
+    the reference; "gradient", "integrated", "alti_logit"), beside the same step's cross-attention (one 1-based
+    layer and head, or means) and the earlier target words' pushes (TranslationModel.contrast; How it writes)."""
+    c = tm.contrast(text, prefix, chosen, other, method=method)
+    li = None if layer is None else _index(tm.cfg.N_dec, layer, "layer")
+    hi = None if head is None else _index(tm.cfg.h, head, "head")
+    attention, label = attention_of(c.cross, li, hi)
+    return contrast_figure(c.src_words, c.src_scores, attention, c.chosen, c.other, method, label, c.tgt_words,
+                           c.tgt_scores, f"Why '{c.chosen}' and not '{c.other}'? (log P difference {c.log_odds:+.2f})")
 
 
 def head_atlas(tm: TranslationModel, compute: bool = True) -> go.Figure:

@@ -79,17 +79,18 @@ def open_model_form() -> None:
             return
         model_id = st.text_input("Model id", key="hub_model_id", placeholder=EXAMPLE,
                                  help="A translation model on huggingface.co: Marian (Helsinki-NLP/opus-mt-*), "
-                                      "NLLB-200, M2M100, mBART-50 or FSMT (facebook/wmt19-*). Downloaded and "
-                                      "converted once, then listed with the checkpoints.")
+                                      "NLLB-200, M2M100, mBART-50, FSMT (facebook/wmt19-*) or T5, mT5, Flan-T5 "
+                                      "(google-t5/t5-small). Downloaded and converted once, then listed with the "
+                                      "checkpoints.")
         if allowed is not True:
             st.caption("This server opens: " + ", ".join(sorted(allowed)))
         left, right = st.columns(2)
         src = left.text_input("From", key="hub_src_lang", placeholder="en_XX",
-                              help="Many-to-many models only: the source language (NLLB eng_Latn, M2M100 en, "
-                                   "mBART-50 en_XX). Empty: English.")
+                              help="Many-to-many models and T5 only: the source language (NLLB eng_Latn, M2M100 "
+                                   "en, mBART-50 en_XX; T5's prompt: en or English). Empty: English.")
         tgt = right.text_input("To", key="hub_tgt_lang", placeholder="de_DE",
-                               help="Many-to-many models only: the target language (NLLB deu_Latn, M2M100 de, "
-                                    "mBART-50 de_DE). Empty: German.")
+                               help="Many-to-many models and T5 only: the target language (NLLB deu_Latn, M2M100 "
+                                    "de, mBART-50 de_DE; T5's prompt: de or German). Empty: German.")
         if not st.button("Open", key="hub_open"):
             return
         model_id = model_id.strip()

@@ -3,9 +3,13 @@
 not taken for a law of the model. The sentences are built in app.figures.paper."""
 import streamlit as st
 
+from app.data_notice import offer_download
 from app.display import show_figure
 from app.figures import paper as figs
 from app.heads_tabs.atlas import stored_atlas
+from core.datasets import how_to_get
+from core.paths import portable
+from core.studies import conllu
 
 NEEDS = {3: "python scripts/figure_links.py {folder} --card --corpus",
          4: "python scripts/evaluate_pronouns.py {folder}",
@@ -24,9 +28,14 @@ def beyond_this_sentence(number: int, model, found) -> None:
     else:
         line = figs.beyond_figure5(card.syntax, found)
     if line is None:
-        st.info(f"This checkpoint has not been measured over a corpus for Figure {number}. "
-                f"`{NEEDS[number].format(folder=model.folder or 'CHECKPOINT')}` measures it and writes it into "
-                "its card.")
+        folder = portable(model.folder) if model.folder else "CHECKPOINT"
+        first = ("" if number == 4 or conllu.ud_english_dev().is_file() else
+                 f" It needs the gold parses of UD English EWT, not on this machine yet: {how_to_get('eval')} "
+                 "fetches them; then")
+        st.info(f"This checkpoint has not been measured over a corpus for Figure {number}.{first} "
+                f"`{NEEDS[number].format(folder=folder)}` measures it and writes it into its card.")
+        if first:
+            offer_download("eval", f"pf{number}_fetch")
         return
     st.markdown(line)
     if number == 3:

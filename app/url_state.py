@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 LEAD = "checkpoint"        # the first value of every link: the others are read against its model
+PRIVATE = ("teach", "seat")   # a class's teacher secret and a student's seat (app/lesson/): never in a copied link
 MAX_TEXT = 5000            # characters of a sentence read from a link (a model reads far fewer tokens)
 WRITTEN = "url_written"    # session_state: {page: {name: text}} last written to the URL (not read back as a link)
 SAVED = "url_saved"        # session_state: {page: {key: value}} the controls' values when the page last ran
@@ -180,7 +181,7 @@ def publish(page: str, params: list[Param]) -> None:
 
 def page_link() -> str:
     """This view's link: the page's address (st.context.url, None in tests) and its query parameters."""
-    query = urlencode(st.query_params.to_dict())
+    query = urlencode({k: v for k, v in st.query_params.to_dict().items() if k not in PRIVATE})
     return (st.context.url or "") + (f"?{query}" if query else "")
 
 

@@ -28,6 +28,7 @@ class TracedTranslation:
     notices: list = field(default_factory=list)
     tokenizer: object = field(default=None, repr=False, compare=False)
     hidden: frozenset = frozenset()       # ids left out of text: start, end, padding and the language token
+    src_prompt: int = 0                   # the first source pieces that are a task prompt (T5), as AttendResult's
 
     @property
     def steps(self) -> list:
@@ -109,4 +110,4 @@ def trace_translation(tm, text: str, beam: int = 4, alpha: float = 0.6, prefix=N
                            head_mask=head_mask)
     hidden = frozenset({tm.cfg.bos_id, tm.cfg.eos_id, tm.cfg.pad_id, *tm.tgt_prefix})
     return TracedTranslation(src_text, tm.tokenizer.pieces(src_ids, "src"), tm.text(search.best), search.best,
-                             search, len(forced), notices, tm.tokenizer, hidden)
+                             search, len(forced), notices, tm.tokenizer, hidden, len(tm.src_prompt))

@@ -1,13 +1,16 @@
 """Where things live: the project's own folders, and the one place outside it that holds data.
 
 Training and evaluation data are read in place from a folder beside the project (`../shared`: data/ for
-training corpora, eval/ for evaluation-only gold files), never copied in. This file is the only one that
-knows that location; the environment variable ATTN_EXPLORER_SHARED moves it.
+training corpora, eval/ for evaluation-only gold files), never copied in; without such a folder, from the
+user's data folder, where scripts/get_data.py puts them. This file is the only one that knows that location;
+the environment variable ATTN_EXPLORER_SHARED moves it.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+import platformdirs
 
 REPO = Path(__file__).resolve().parents[1]      # the project folder (an editable install runs it in place)
 CHECKPOINTS = REPO / "checkpoints"              # the shipped checkpoints the app lists
@@ -15,8 +18,12 @@ DATA = REPO / "data"                            # prepared corpora (scripts/prep
 
 
 def shared_dir() -> Path:
-    """The folder of outside data: $ATTN_EXPLORER_SHARED, else `../shared` beside the project."""
-    return Path(os.environ.get("ATTN_EXPLORER_SHARED") or REPO.parent / "shared")
+    """The folder of outside data: $ATTN_EXPLORER_SHARED, else `../shared` beside the project when there is one,
+    else the user's data folder (platformdirs; `python scripts/get_data.py` fills it)."""
+    if os.environ.get("ATTN_EXPLORER_SHARED"):
+        return Path(os.environ["ATTN_EXPLORER_SHARED"])
+    beside = REPO.parent / "shared"
+    return beside if beside.is_dir() else Path(platformdirs.user_data_dir("attention-explorer", appauthor=False))
 
 
 def shared_data(*parts: str) -> Path:

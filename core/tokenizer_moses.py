@@ -19,7 +19,7 @@ from sacremoses import MosesDetokenizer, MosesPunctNormalizer, MosesTokenizer
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers.models import BPE
 
-from core.tokenizer import WORD_START
+from core.pieces import WORD_START
 
 SETUP = "tokenizer_setup.json"
 FILES = {"src": "vocab-src.json", "tgt": "vocab-tgt.json"}

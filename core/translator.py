@@ -11,7 +11,7 @@ from .data import pad_batch
 from .decoding_trace import TracedTranslation, trace_translation
 from .model.decoding import beam_search, greedy_search
 from .tokenizer import Tokenizer, clean_text
-from .views import AttentionView, attention_view
+from .views import AttentionView, attention_view, sentence_only
 
 MAX_INPUT_CHARS = 2000   # longer text is cut before tokenising (it would be cut in tokens anyway)
 
@@ -24,12 +24,15 @@ class AttendResult:
     (the start token is "<s>" in our models, "<pad>" in imported Marian ones, "</s>" in NLLB, M2M100, FSMT).
     out_tokens: what each decoder position predicts, target pieces + "</s>" (T). NLLB and M2M100 models put
     their language token first on both sides (cfg.src_prefix_id, cfg.tgt_prefix_id): it is a piece like any other.
+    src_prompt: how many source pieces, first, are a task prompt added for the user (T5's "translate English to
+    German: ", cfg.src_prompt_ids), not the sentence: views label them as the prompt, and studies skip them.
     enc_self [N, h, S, S], dec_self [N_dec, h, T, T], cross [N_dec, h, T, S]: float32 numpy arrays,
     rows attend (queries), columns are attended (keys); every row sums to 1. An encoder-only result
     (attend_batch(..., encoder_only=True)) has dec_self = cross = None, tgt "" and no target tokens.
     vectors (attend_batch(..., vectors=True)): {kind: (q, k)}, float32, q (N_kind, h, rows, d_k) and
     k (N_kind, h, cols, d_k): each head's queries and keys after W^Q, W^K and the split into heads, before
-    the 1/sqrt(d_k) scaling, so that softmax(q k^T / sqrt(d_k) + mask) is that kind's map; rows and cols
+    the 1/sqrt(d_k) scaling, so that softmax(q k^T / sqrt(d_k) + mask) is that kind's map (a T5 model's:
+    softmax(q k^T + its position bias + mask), core.model.position_bias); rows and cols
     as core.views labels them (decoder q rows: decoder positions; cross k: source positions).
     """
     src: str
@@ -44,10 +47,15 @@ class AttendResult:
     truncated: bool = False
     notices: list = field(default_factory=list)
     vectors: dict | None = None
+    src_prompt: int = 0
 
     def view(self, kind: str, words: bool = False, specials: bool = True) -> AttentionView:
         """One kind of map with its row and column labels, by the project's one convention (core.views)."""
         return attention_view(self, kind, words=words, specials=specials)
+
+    def sentence_only(self) -> AttendResult:
+        """This result without its task prompt (T5), for matching pieces to the sentence's words (core.views)."""
+        return sentence_only(self)
 
 
 @dataclass
@@ -98,7 +106,9 @@ class TranslationModel:
         # source + </s>, leaving room for an output of source length + 50 in the position table
         self.max_source_tokens = max(8, min(256, self.cfg.max_len - 51))
         # the language tokens of NLLB and M2M100 models: before every source, and first in every target
-        self.src_prefix = [] if self.cfg.src_prefix_id is None else [self.cfg.src_prefix_id]
+        # T5's task prompt: first in every source, before any language token
+        self.src_prompt = list(self.cfg.src_prompt_ids or [])
+        self.src_prefix = self.src_prompt + ([] if self.cfg.src_prefix_id is None else [self.cfg.src_prefix_id])
         self.tgt_prefix = [] if self.cfg.tgt_prefix_id is None else [self.cfg.tgt_prefix_id]
 
     @property
@@ -193,6 +203,15 @@ class TranslationModel:
         the search."""
         return trace_translation(self, text, beam, alpha, prefix, top_k, sampling, head_mask)
 
+    def contrast(self, text: str, prefix, chosen: str, other: str, method: str = "erasure", steps: int = 64):
+        """Why `chosen` and not `other` after `prefix` (the target words already written, "" for the first word;
+        text, or target ids as trace gives them; chosen and other: words as text, or target ids)?
+        A core.attribution.Contrast: how much each source word and each word already written pushes log P(chosen)
+        - log P(other). method: "erasure" (words left out, the reference), "gradient" (gradient x input),
+        "integrated" (integrated gradients, `steps` points) or "alti_logit" (ALTI-Logit)."""
+        from .attribution import contrast          # here: core.attribution imports the studies that import core
+        return contrast(self, text, prefix, chosen, other, method, steps)
+
     @torch.no_grad()
     def attend(self, src: str, tgt: str | None = None, beam: int = 1, alpha: float = 0.6,
                head_mask=None) -> AttendResult:
@@ -278,7 +297,8 @@ class TranslationModel:
                 out_tokens=[] if encoder_only else tok.pieces(tgt_ids + [eos], "tgt"),
                 **maps, teacher_forced=it["teacher_forced"],
                 truncated=it["truncated"], notices=it["notices"],
-                vectors={kind: tuple(arrays[1:]) for kind, arrays in cut.items()} if need_vectors else None))
+                vectors={kind: tuple(arrays[1:]) for kind, arrays in cut.items()} if need_vectors else None,
+                src_prompt=len(self.src_prompt)))
         return results
 
     @torch.no_grad()

@@ -49,7 +49,7 @@ SUMMARY = ("pairs", "scored", "skipped", "shared_piece_pairs", "selected", "best
 def parse_args(argv=None):
     p = cli.parser(__doc__)
     cli.add_checkpoint(p)
-    p.add_argument("--gold", default=str(ag.DEFAULT_GOLD),
+    p.add_argument("--gold", default=str(ag.default_gold()),
                    help="folder with src.en, tgt.de and gold.talp (English index first); default: %(default)s")
     p.add_argument("--json", help="write the full result (every head) to this file")
     p.add_argument("--as-tokenized", action="store_true",

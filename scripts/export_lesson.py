@@ -5,8 +5,8 @@
     python scripts/export_lesson.py --out handout.html                      # the app's untrained model
     python scripts/export_lesson.py checkpoints/news-small --lesson my_lesson.toml --steps 1 2 --format svg
 
-Uses the app's lesson file (app/lesson.toml unless --lesson), its figure builders (app.lesson_figures) and the
-handout of the Lesson page's download button (app.lesson_handout), so the file matches the page. Drawing the
+Uses the app's lesson file (app/lesson/lesson.toml unless --lesson), its figure builders (app.lesson.figures) and the
+handout of the Lesson page's download button (app.lesson.handout), so the file matches the page. Drawing the
 images takes a few seconds each (kaleido), and the "Watch it learn" step trains its tiny model here (seconds to a
 minute).
 """
@@ -19,9 +19,9 @@ from pathlib import Path
 from app.checkpoints import UNTRAINED, untrained_model
 from app.figures.export import FORMATS, export_problem
 from app.figures.style import install
-from app.lesson import LessonError, lesson_path, load_lesson
-from app.lesson_figures import FIGURES
-from app.lesson_handout import handout_html, image_tag
+from app.lesson.steps import LessonError, lesson_path, load_lesson
+from app.lesson.figures import FIGURES
+from app.lesson.handout import handout_html, image_tag
 from core import CheckpointError, load_checkpoint
 from core.checkpoint import atomic_write
 from scripts import cli

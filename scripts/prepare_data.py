@@ -118,7 +118,8 @@ def check_corpus(corpus: Path) -> dict[str, int]:
     corpus = Path(corpus)
     if not corpus.is_dir():
         raise DataError(f"Corpus folder not found: {corpus}\n"
-                        f"  Pass --corpus DIR, a folder holding train/valid/test .en and .de files.")
+                        f"  Pass --corpus DIR, a folder holding train/valid/test .en and .de files; "
+                        f"`python scripts/get_data.py multi30k` or `... wmt` fetches one (docs/data.md).")
     missing = [f"{s}.{lang}" for s in SPLITS for lang in LANGS if not (corpus / f"{s}.{lang}").is_file()]
     if missing:
         raise DataError(f"Missing file(s) in {corpus}: {', '.join(missing)}\n"

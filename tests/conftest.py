@@ -61,3 +61,30 @@ def tokenizer(spm_proto) -> core.Tokenizer:
 def translation_model(tokenizer) -> core.TranslationModel:
     """A tiny random-weight model with the tiny tokenizer (translations are gibberish, shapes are real)."""
     return core.TranslationModel(tiny_model(len(tokenizer)), tokenizer)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL server (tests/postgres.py), started once for the session: .url, .stop(), .start()."""
+    from tests.postgres import PostgresServer, why_not
+    reason = why_not()
+    if reason:
+        pytest.skip(f"no PostgreSQL server for this test: {reason}")
+    server = PostgresServer()
+    server.start()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def postgres_url(postgres_server) -> str:
+    """A SQLAlchemy URL of a running PostgreSQL (psycopg driver); the server is started again if a test stopped it."""
+    if not postgres_server.running():
+        postgres_server.start()
+    return postgres_server.url
+
+
+@pytest.fixture
+def postgres_database(postgres_url, postgres_server) -> str:
+    """A URL of a new, empty database on the running PostgreSQL, for a test that must not see other tests' rows."""
+    return postgres_server.new_database()

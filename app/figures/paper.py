@@ -14,13 +14,14 @@ from app.figures.heads import one_based
 from app.figures.tokens import safe
 from core.studies import long_arcs as la
 from core.studies import paper_figures as pf
-from core.views import AttentionView
+from core.views import AttentionView, sentence_only
 
 
 def find_heads(number: int, result, sentence: str, words: bool = True) -> tuple[pf.FigureHeads, AttentionView]:
     """(the heads of paper Figure `number` found in an AttendResult of `sentence`, the encoder view to draw them
     on: words or pieces). The word view is computed once, and serves both the scores and the drawing."""
     finder, _ = pf.FIGURES[number]
+    result = sentence_only(result)                                      # the paper's sentence: no prompt (T5)
     word = result.view("enc_self", words=True)
     found = finder(result.enc_self, result.src_tokens, sentence, view=word)
     return found, word if words else result.view("enc_self")

@@ -1,4 +1,5 @@
-"""The sinusoidal positional encoding (section 3.5) as Plotly figures; the table itself is core.sinusoidal_table."""
+"""The sinusoidal positional encoding (section 3.5) as Plotly figures; the table itself is core.sinusoidal_table.
+And a T5 model's positions, which are no table: each head's learned bias over relative distance (bias_figure)."""
 from __future__ import annotations
 
 import numpy as np
@@ -106,4 +107,18 @@ def offset_figure(pe: np.ndarray, starts: list[int], max_k: int) -> go.Figure:
     fig.update_layout(title="PE(p) · PE(p + k) against the distance k, for several p", height=380,
                       xaxis_title="distance k", yaxis_title="dot product",
                       legend=dict(orientation="h", y=-0.2), margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def bias_figure(distances: list[int], bias: np.ndarray, title: str) -> go.Figure:
+    """Each head's learned bias b(j - i) against the distance j - i from the query to the key: one line per head
+    (bias: (h, len(distances)), as core.model.position_bias.learned_bias gives it). Steps, not curves: distances
+    that share a bucket share one number."""
+    fig = go.Figure()
+    for head, row in enumerate(np.asarray(bias)):
+        fig.add_trace(go.Scatter(x=list(distances), y=row, mode="lines", line_shape="hv", name=f"head {head + 1}"))
+    fig.add_vline(x=0, line_dash="dot", line_color="grey")
+    fig.update_layout(title=title, height=380, xaxis_title="distance j − i from the query to the key (0: itself)",
+                      yaxis_title="bias added to the score", legend=dict(orientation="h", y=-0.25),
+                      margin=dict(l=10, r=10, t=50, b=10))
     return fig

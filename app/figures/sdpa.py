@@ -160,9 +160,10 @@ def vector_summary(name: str, x: np.ndarray, shown: list) -> str:
     return f"{name} = ({head}{more}; its length |{name}| = {np.linalg.norm(x):.2f}"
 
 
-def keys_table(w, cols: list[str]) -> pd.DataFrame:
+def keys_table(w, cols: list[str], score: str | None = None) -> pd.DataFrame:
     """One row per key the query may look at: the key's first dimensions, q·k split into the part from the shown
-    dimensions and the rest, the scaled score and the softmax weight (core.studies.step_by_step.QueryWalk)."""
+    dimensions and the rest, the scaled score and the softmax weight (core.studies.step_by_step.QueryWalk).
+    score: the scaled score's column, when the model's is not q·k / √d_k (a T5 model: q·k + its position bias)."""
     d_k, n = len(w.q), len(w.shown)
     data = {"key": cols}
     for i in w.shown:
@@ -171,7 +172,7 @@ def keys_table(w, cols: list[str]) -> pd.DataFrame:
     if d_k > n:
         data[f"+ dims {n + 1}-{d_k}"] = w.dots - w.dots_shown
     data["= q·k"] = w.dots
-    data[f"÷ √{d_k}"] = w.scaled
+    data[score or f"÷ √{d_k}"] = w.scaled
     data["softmax weight"] = w.weights
     return pd.DataFrame(data)[w.allowed].reset_index(drop=True)
 
@@ -189,13 +190,14 @@ def values_table(w, cols: list[str], top: int = 5) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def walk_figure(w, cols: list[str], title: str) -> go.Figure:
-    """One query's scaled scores (top) and softmax weights (bottom) over the keys it may look at."""
+def walk_figure(w, cols: list[str], title: str, score: str | None = None) -> go.Figure:
+    """One query's scaled scores (top) and softmax weights (bottom) over the keys it may look at; score: what the
+    top row is, when not q·k / √d_k (a T5 model's q·k + its position bias)."""
     keep = np.flatnonzero(w.allowed)
     x = [safe(cols[i]) for i in keep]                 # Plotly reads "</s>" as markup
     d_k = len(w.q)
     fig = make_subplots(2, 1, shared_xaxes=True, vertical_spacing=0.12,
-                        subplot_titles=[f"scores q·k / √{d_k}", "softmax: the weights (they sum to 1)"])
+                        subplot_titles=[score or f"scores q·k / √{d_k}", "softmax: the weights (they sum to 1)"])
     best = int(keep[np.argmax(w.weights[keep])])
     colors = ["#d62728" if i == best else "#1f77b4" for i in keep]
     fig.add_trace(go.Bar(x=x, y=w.scaled[keep], marker_color=colors, hovertemplate="%{x}: %{y:.3f}<extra></extra>"),

@@ -14,10 +14,11 @@ import numpy as np
 import plotly.graph_objects as go
 
 from core.tokenizer import display_pieces
-from core.views import position
+from core.views import is_prompt, position
 
 COLORSCALE = "Blues"                       # white at 0: a weight of zero is invisible, as it should be
 COLORBAR = dict(title="weight", thickness=12)
+PROMPT_GREY = "#8a8a8a"                     # a prompt's tick labels: there, read by the model, not the sentence
 HOVER = {   # how a cell names itself: its tokens with their positions, or (per-cell text) the tokens alone
     "positions": "%{y} → %{x}<br>weight %{z:.3f}<extra></extra>",
     "tokens": "%{customdata}: %{z:.3f}<extra></extra>",
@@ -79,10 +80,17 @@ def token_heatmap(attn: np.ndarray, rows: list[str], cols: list[str], zmax: floa
                       customdata=cells, hovertemplate=HOVER[hover])
 
 
+def greyed(labels: list[str]) -> list[str]:
+    """Escaped tick labels with a prompt's (T5's "translate English to German:", core.views.is_prompt) in grey: read
+    by the model, but not the sentence."""
+    return [f'<span style="color:{PROMPT_GREY}">{t}</span>' if is_prompt(html.unescape(t)) else t for t in labels]
+
+
 def token_axes(fig: go.Figure, rows: list[str], cols: list[str], x: dict | None = None, y: dict | None = None,
                row: int | None = None, col: int | None = None) -> go.Figure:
     """Label the axes of a token heatmap (of one subplot: row, col): a category per position with the token as its
-    tick label, rows top to bottom (unless y gives a range). x, y: more settings of each axis (angle, fonts, titles)."""
+    tick label, rows top to bottom (unless y gives a range), a prompt's labels greyed. x, y: more settings of each
+    axis (angle, fonts, titles)."""
     y = dict(y or {})
     if "range" not in y:
         y["autorange"] = "reversed"
@@ -90,5 +98,5 @@ def token_axes(fig: go.Figure, rows: list[str], cols: list[str], x: dict | None 
                                   (tick_labels(rows), fig.update_yaxes, y)):
         keys = token_keys(labels)
         update(type="category", categoryorder="array", categoryarray=keys, tickmode="array", tickvals=keys,
-               ticktext=labels, automargin=True, **extra, row=row, col=col)
+               ticktext=greyed(labels), automargin=True, **extra, row=row, col=col)
     return fig

@@ -7,10 +7,12 @@ from pathlib import Path
 import streamlit as st
 
 from app.checkpoints import UNTRAINED, languages
+from app.data_notice import offer_download
 from app.display import clicked_numbers, show_figure
 from app.figures import atlas as figs
 from app.heads_tabs.common import KEEP
 from app.text import md_escape
+from core.paths import portable
 from core.studies import atlas as core_atlas
 from core.views import KINDS as KIND_NAMES
 
@@ -38,12 +40,14 @@ def compute_here(ckpt, model) -> dict | None:
     sentences, pairs, notes = core_atlas.load_corpora(languages(model.card))
     for note in notes:
         st.info(note)
+    if any("get_data.py" in note for note in notes):
+        offer_download("eval", "heads_atlas_fetch")
     if not sentences and not pairs:
         st.warning("No corpus fits this model, so there is no atlas to draw.")
         return None
     if model.folder and ckpt.name != UNTRAINED:
         st.caption(f"Computed once, it is saved as {core_atlas.FILE} in the checkpoint's folder: "
-                   f"`python scripts/compute_atlas.py {Path(model.folder).as_posix()}` does the same.")
+                   f"`python scripts/compute_atlas.py {portable(model.folder)}` does the same.")
     if not st.button("Compute the atlas (a minute or a few on a laptop)", key="heads_atlas_go"):
         return None
     bar = st.progress(0.0, text="Starting…")

@@ -1,13 +1,17 @@
 """The Syntax tab of "What heads do": which encoder heads follow English syntax, against gold dependency parses."""
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
 from app import cache
 from app.checkpoints import page_problem
+from app.data_notice import offer_download
 from app.display import show_figure
 from app.figures.syntax import arcs_figure, relation_label, syntax_grid
 from app.heads_tabs.common import KEEP, head_name, layer_name
 from app.text import md_escape
+from core.datasets import how_to_get
 from core.studies import conllu
 from core.studies import syntax as sx
 
@@ -129,9 +133,12 @@ def syntax_tab(ckpt, cfg, card_syntax: dict | None) -> None:
     sentences, why = cache.ud_sentences(path)
     rep = None
     if sentences is None:
-        st.warning(f"The gold parses of UD English EWT dev cannot be read, so there is no grid: {md_escape(why)} "
+        why = (f"they are not on this machine yet: {how_to_get('eval')} fetches them." if not Path(path).is_file()
+               else md_escape(why))
+        st.warning(f"The gold parses of UD English EWT dev cannot be read, so there is no grid: {why} "
                    "Only the paper's Figure 5 sentence, with a gold parse written by hand for this project, is "
                    "offered below.")
+        offer_download("eval", "heads_syn_fetch")
         try:
             sentences, note = [conllu.read_figure5()], "Gold parse: the paper's Figure 5 sentence, parsed by hand."
         except conllu.SyntaxDataError as e:

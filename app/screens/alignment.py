@@ -1,7 +1,8 @@
 """Alignment: does a cross-attention head link each German word with the English word it translates?
 
 The math is in core.studies.alignment (cached by app.cache), the figures in app.figures.alignment. Gold pairs are
-read in place from ../shared/eval/rwth-deen-alignment (or ATTN_EXPLORER_ALIGNMENT_GOLD), never copied.
+read in place from the data folder (core.paths; `scripts/get_data.py eval` fetches them) or
+ATTN_EXPLORER_ALIGNMENT_GOLD, never copied.
 """
 import os
 
@@ -10,6 +11,7 @@ import streamlit as st
 
 from app import cache, url_state
 from app.checkpoints import page_problem
+from app.data_notice import offer_download
 from app.display import show_figure
 from app.figures import alignment as figs
 from core.studies import alignment as al
@@ -24,7 +26,7 @@ OWN_SENTENCE = "The Commission presented its report yesterday."
 
 
 def gold_folder() -> str:
-    return os.environ.get("ATTN_EXPLORER_ALIGNMENT_GOLD") or str(ag.DEFAULT_GOLD)
+    return os.environ.get("ATTN_EXPLORER_ALIGNMENT_GOLD") or str(ag.default_gold())
 
 
 def label(layer, head) -> str:
@@ -80,7 +82,8 @@ def sentence_pair(pairs, why):
     mode = st.radio("Sentence pair", sources, horizontal=True, key="al_mode",
                     format_func=lambda m: "A pair with human gold links (RWTH German-English)" if m == "gold" else OWN)
     if not pairs:
-        st.info(f"No gold alignments found, so only your own sentences can be aligned here ({why}).")
+        st.info(f"No gold alignments found, so only your own sentences can be aligned here. {why}")
+        offer_download("eval", "al_fetch")
     if mode != "gold":
         c1, c2 = st.columns(2)
         st.session_state.setdefault("al_src", OWN_SENTENCE)

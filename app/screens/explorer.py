@@ -22,9 +22,9 @@ from app.figures.attention import (COL_TITLES, MAP_HEIGHT, ROW_TITLES, head_view
 from app.sidebar import presenter_mode
 from app.text import md_escape
 from app.words import words_note, words_toggle
-from core.tokenizer import display_pieces
+from core.tokenizer import display_pieces, merge_words
 from core.studies.contributions import WEIGHTS
-from core.views import DECODER_ROWS, KINDS, SHORT
+from core.views import DECODER_ROWS, KINDS, PROMPT, SHORT
 
 BOX_HEIGHT = 68        # px: the sentence box and the translation, two lines of text each on the first screen
 # px a row of the map gets at most (the figures' own is 28; presenter mode draws rows 1.5 times as large): a short
@@ -113,6 +113,11 @@ def translation(ckpt, src: str, tgt: str | None, beam: int, place):
         st.stop()
     for notice in res.notices:
         st.info(md_escape(notice))
+    if res.src_prompt:                       # a T5 model: its task prompt is read too, and marked in the maps
+        prompt = " ".join(merge_words(res.src_tokens[: res.src_prompt]))
+        st.caption(md_escape(f"This model (T5) needs a task prompt before every sentence: “{prompt}” was added for "
+                             "you. It reads and attends to it as to your words; the maps label its rows and columns "
+                             f"{PROMPT.format('so')}, and “Show <s> and </s>” off hides them too."))
     with place:
         if res.teacher_forced:
             st.markdown("**Teacher forcing** on your translation: the maps show where the model looks while "

@@ -15,9 +15,11 @@ from app.figures.decoding import beam_tree_figure, candidates_figure, piece_labe
 from app.figures.style import readable
 from app.sidebar import presenter_mode
 from app.text import md_escape
+from app.why import why_section
 from app.words import words_toggle
 from core.decoding_trace import spell
 from core.tokenizer import display_pieces
+from core.views import mark_prompt, prompt_count
 
 BEAMS = [1, 2, 4, 8]
 MEAN = -1                       # the layer or head "mean of all"
@@ -131,6 +133,7 @@ def where_it_looked(tr, step: int, hyp: int, cfg, presenter: bool) -> None:
     cross = cross.mean(0) if layer == MEAN else cross[layer]
     weights = cross.mean(0) if head == MEAN else cross[head]                   # (S,)
     labels = tr.source_words()[0] if words else display_pieces(tr.src_tokens)
+    labels = mark_prompt(labels, prompt_count(tr.src_tokens, tr.src_prompt, words))    # T5: ⟨its prompt⟩
     if words:
         weights = tr.cross_over_words(weights)
     h = tr.steps[step].hyps[hyp]
@@ -164,6 +167,7 @@ def what_if(ckpt, tr, step: int, hyp: int, src: str, beam: int, alpha: float, mo
                         f"“{tr.text(h.tokens)}”.")
             else:
                 st.session_state.hw_prefix = (tuple(h.tokens + extra), src, beam, alpha)
+    why_not(ckpt, model, h, src, typed, h.candidates[pick].token)
     forced = st.session_state.hw_prefix
     if not forced or forced[1:] != (src, beam, alpha):
         st.caption("Pick a candidate (or type a word) and the model continues from it, teacher-forced up to there.")
@@ -182,6 +186,26 @@ def what_if(ckpt, tr, step: int, hyp: int, src: str, beam: int, alpha: float, mo
     if st.button("Back to the model's own", key="hw_unforce"):
         st.session_state.hw_prefix = None
         st.rerun()
+
+
+def why_not(ckpt, model, h, src: str, typed: str, picked: int) -> None:
+    """Why did the step write its piece and not the candidate picked (or the word typed)? app.why's section."""
+    if not st.toggle("Why this and not that?", key="hw_why",
+                     help="What in the sentence pushed the model to its piece rather than the one picked above."):
+        return
+    kept = [c.token for c in h.candidates if c.fate != "pruned"]
+    try:
+        other = spell(model, typed) if typed.strip() else [picked]
+    except ValueError as e:
+        st.warning(str(e))
+        return
+    if not kept or other == kept[:1] or model.cfg.eos_id in other + kept[:1]:
+        st.info("Pick a candidate other than the piece the model wrote (and not the end of the sentence) to ask "
+                "why it wrote its own.")
+        return
+    layer, head = (None if st.session_state[k] == MEAN else st.session_state[k] for k in ("hw_layer", "hw_head"))
+    why_section(ckpt, model, src, tuple(h.tokens), tuple(kept[:1]), tuple(other), "hw_why", layer, head,
+                presenter_mode())
 
 
 def greedy_and_beam(ckpt, src: str, beam: int, alpha: float) -> None:

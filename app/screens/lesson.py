@@ -1,6 +1,6 @@
-"""Lesson: one guided path through the app for a class, step by step (the steps: app/lesson.toml, or a file the
+"""Lesson: one guided path through the app for a class, step by step (the steps: app/lesson/lesson.toml, or a file the
 teacher uploads). Each step: a short explanation to read aloud, a question for the class, and on "Reveal" the
-model's answer drawn by the same builder as the full page (app.lesson_figures, cached by app.lesson_cache).
+model's answer drawn by the same builder as the full page (app.lesson.figures, cached by app.lesson.cache).
 
 The step is in the URL (?step=4), so that a teacher can open or share one; every step fits a 1280x720 projector
 in presenter mode without scrolling (tests/browser/test_lesson_browser.py measures it).
@@ -9,12 +9,14 @@ import time
 
 import streamlit as st
 
-from app import cache, lesson_cache
+from app import cache
+from app.lesson import cache as lesson_cache
+from app.lesson import class_step
 from app.checkpoints import UNTRAINED
 from app.display import show_figure
-from app.lesson import LessonError, lesson_path, load_lesson, parse_lesson
-from app.lesson_figures import FIGURES, toy_config
-from app.lesson_handout import handout_html
+from app.lesson.steps import LessonError, lesson_path, load_lesson, parse_lesson
+from app.lesson.figures import FIGURES, toy_config
+from app.lesson.handout import handout_html
 from app.sidebar import presenter_mode
 from app.text import md_escape
 
@@ -63,10 +65,12 @@ def step_number(n_steps: int) -> int:
 
 def go_to(n: int) -> None:
     st.query_params["step"] = str(n)
+    class_step.teacher_moved(n)                       # in a class the teacher leads: the students follow
 
 
 def reveal(step_id: tuple) -> None:
     st.session_state.setdefault("lesson_revealed", set()).add(step_id)
+    class_step.teacher_revealed(step_id[2])
 
 
 def upload() -> None:
@@ -97,7 +101,8 @@ def lesson_menu(lesson, n: int, key) -> None:
                            help="One file with each step's question, the model's figure and its answer, to print or "
                                 "share. Drawing the figures takes a minute.")
         st.file_uploader("Your own lesson file (.toml)", type=["toml"], key="lesson_upload", on_change=upload,
-                         help="Written as app/lesson.toml is (docs/lesson.md explains it); used in this browser tab.")
+                         help="Written as app/lesson/lesson.toml is (docs/lesson.md explains it); used in this "
+                              "browser tab.")
         if st.session_state.get("lesson_upload_error"):
             st.error(st.session_state.lesson_upload_error)
         if st.session_state.get("lesson_text"):
@@ -118,13 +123,14 @@ def handout_answers(lesson, key) -> list:
     return out
 
 
-def header(lesson, n: int, key) -> None:
-    """The step's title, Previous / Next, and the lesson menu (labelled with the step number), in one row."""
+def header(lesson, n: int, key, following: bool = False) -> None:
+    """The step's title, Previous / Next (the teacher's alone when a student follows), and the lesson menu
+    (labelled with the step number), in one row."""
     title, prev, nxt, menu = st.columns([6.2, 1.7, 1.4, 1.4], vertical_alignment="center")
     title.subheader(f"{n}. {md_escape(lesson.steps[n - 1].title)}", anchor=False)
-    prev.button("Previous", icon=":material/arrow_back:", disabled=n == 1, on_click=go_to, args=(n - 1,),
-                width="stretch", key="lesson_prev")
-    nxt.button("Next", icon=":material/arrow_forward:", disabled=n == len(lesson.steps), on_click=go_to,
+    prev.button("Previous", icon=":material/arrow_back:", disabled=n == 1 or following, on_click=go_to,
+                args=(n - 1,), width="stretch", key="lesson_prev")
+    nxt.button("Next", icon=":material/arrow_forward:", disabled=n == len(lesson.steps) or following, on_click=go_to,
                args=(n + 1,), width="stretch", key="lesson_next", type="primary")
     with menu:
         lesson_menu(lesson, n, key)
@@ -161,12 +167,15 @@ def notes(step) -> None:
             st.caption(step.notes.deeper)
 
 
-def the_step(lesson, n: int, key) -> None:
-    """Explanation, question, Reveal, the answer and the notes on the left; the model's figure on the right."""
+def the_step(lesson, n: int, key, room=None) -> None:
+    """Explanation, question, Reveal, the answer and the notes on the left; the model's figure on the right. In a
+    class (room: its state), a student answers under the question and sees the answer when the teacher reveals
+    it; the teacher sees the answers come in, and after the reveal the class beside the model."""
     step = lesson.steps[n - 1]
     kind, presenter = FIGURES[step.figure], presenter_mode()
     step_id = (lesson.source, lesson.title, n)
-    shown = step_id in st.session_state.get("lesson_revealed", set())
+    student = class_step.in_class(room) and not class_step.secret()
+    shown = (n in room.revealed) if student else step_id in st.session_state.get("lesson_revealed", set())
     height = FIGURE_HEIGHT
     left, right = st.columns([2, 3], gap="medium")
     try:
@@ -179,11 +188,15 @@ def the_step(lesson, n: int, key) -> None:
         if before.text:
             st.markdown(before.text)
         st.info(f"**Ask the class:** {step.question}", icon=":material/help:")
-        if not shown:
+        if class_step.in_class(room):
+            class_step.poll(step, n, room)
+            class_step.live(step, n, room)
+        if not shown and not student:
             st.button("Reveal the model's answer", icon=":material/visibility:", type="primary", key="lesson_reveal",
                       on_click=reveal, args=(step_id,))
         answer_place = st.container()
-        notes(step)
+        if not student:                               # a student would read the answer in them before the reveal
+            notes(step)
     with right:
         if not shown:
             if before.fig is not None:
@@ -199,7 +212,15 @@ def the_step(lesson, n: int, key) -> None:
         except ValueError as e:
             st.warning(f"The model cannot answer this one: {e}")
             return
-        show_figure(answer.fig, f"lesson_step{n}_{step.figure}", key=f"lesson_answer_{n}", styled=True)
+        together = class_step.beside(step, n, room, answer) if class_step.in_class(room) else None
+        if together is None:
+            show_figure(answer.fig, f"lesson_step{n}_{step.figure}", key=f"lesson_answer_{n}", styled=True)
+        else:
+            with_class, model_only = st.tabs(["The class and the model", "The model's figure"])
+            with with_class:
+                show_figure(together, f"lesson_step{n}_class", key=f"lesson_class_{n}", styled=True)
+            with model_only:
+                show_figure(answer.fig, f"lesson_step{n}_{step.figure}", key=f"lesson_answer_{n}", styled=True)
     with answer_place:
         if kind.learned and key.name == UNTRAINED:        # said with the answer: no room for two boxes
             st.warning(f"**{UNTRAINED_NOTE}** {answer.fact}", icon=":material/warning:")
@@ -220,6 +241,8 @@ def start_toy_runs(lesson) -> None:
 lesson = the_lesson()
 ckpt, _ = cache.model_or_stop()        # a message and a stop when it cannot be loaded
 start_toy_runs(lesson)
+room = class_step.state()              # the class this session is in, if any (app/lesson/class_panel.py)
+class_step.follow_step(room)
 number = step_number(len(lesson.steps))
-header(lesson, number, ckpt)
-the_step(lesson, number, ckpt)
+header(lesson, number, ckpt, class_step.locked(room))
+the_step(lesson, number, ckpt, room)

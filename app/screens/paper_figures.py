@@ -12,6 +12,7 @@ from app.paper_beyond import beyond_this_sentence
 from core.studies import paper_figures as pf
 from core.studies import conllu
 from core.studies import syntax as sx
+from core.views import sentence_only
 
 
 def introduction(name: str, model) -> bool:
@@ -103,7 +104,7 @@ def gold_structure(ckpt, view) -> None:
     (core.studies.syntax.figure5_arcs), the two best drawn the paper's way, with the relation each follows."""
     sentence = st.session_state.get("pf5_sentence", pf.FIGURE45_SENTENCE)
     try:
-        result = cache.attend(ckpt, sentence)
+        result = sentence_only(cache.attend(ckpt, sentence))           # the parsed sentence: no prompt (T5)
         arcs = sx.figure5_arcs(result.enc_self, result.src_tokens)
         best = figure5_best(arcs)
     except conllu.SyntaxDataError as e:

@@ -1,9 +1,12 @@
-"""Positional encoding (section 3.5): waves, the whole table, and why it encodes relative distances."""
+"""Positional encoding (section 3.5): waves, the whole table, and why it encodes relative distances; for a T5
+model in the sidebar, first what it has instead: each head's learned bias over relative distance."""
 import streamlit as st
 
+from app import cache
 from app.display import show_figure
-from app.figures.positional import (default_dims, dot_heatmap, offset_dots, offset_figure, pe_heatmap, pe_table,
-                                    waves_figure)
+from app.figures.positional import (bias_figure, default_dims, dot_heatmap, offset_dots, offset_figure, pe_heatmap,
+                                    pe_table, waves_figure)
+from app.text import md_escape
 
 
 def the_table():
@@ -54,12 +57,33 @@ def distances(pe) -> None:
                f"PE(p)·PE(p) = {pe[0] @ pe[0]:.1f} = d_model / 2 for every p.")
 
 
+def learned_bias() -> None:
+    """A model with T5's relative positions: its encoder's and decoder's learned bias per head over distance."""
+    key = cache.current_checkpoint()
+    bias = cache.position_bias(key)
+    if bias is None:
+        return
+    st.header(f"This model, {md_escape(key.name)}, has no such table")
+    st.write("Like T5, it adds nothing to its embeddings. Each head adds a learned number b(j − i) to the score of "
+             "query i and key j before the softmax, in every layer: the sinusoids below let attention work out "
+             "distances from dot products, whereas this bias favours or avoids some distances directly, head by "
+             "head (no 1/√d_k either). Distances share buckets: one each up close, wider ones farther away, one for "
+             "everything beyond the last.")
+    c1, c2 = st.columns(2)
+    for column, stack, what in [(c1, "encoder", "Encoder: keys on both sides"),
+                                (c2, "decoder", "Decoder: only the words before")]:
+        with column:
+            show_figure(bias_figure(*bias[stack], what), f"position_bias_{stack}", key=f"pe_bias_{stack}")
+    st.header("The paper's positional encoding")
+
+
 st.title("Positional encoding")
 st.latex(r"PE_{(pos, 2i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right) \qquad "
          r"PE_{(pos, 2i+1)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right)")
 st.write("Attention by itself does not know word order, so each position gets this vector added to its "
          "word's embedding. Every pair of dimensions is a sine and a cosine of one frequency, from one "
          "turn every 2π positions down to one every 10000·2π.")
+learned_bias()
 pe = the_table()
 st.header("It encodes distances")
 distances(pe)

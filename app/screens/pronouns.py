@@ -7,6 +7,7 @@ from app import cache, url_state
 from app.checkpoints import UNTRAINED, page_problem
 from app.display import show_figure
 from app.figures.pronouns import attention_from_figure, encoder_rows, form_figure, writing_rows
+from app.why import why_section
 from core.studies import pronouns as P
 from core.tokenizer import bare_word
 
@@ -157,6 +158,19 @@ def where_it_looked(ckpt, model, src: str, tgt: str, pronoun: str, antecedent: s
                    f"'{written}': which source words the decoder read as it chose.")
 
 
+def what_decided(ckpt, model, src: str, choice) -> None:
+    """Why the model's form and not the likeliest form of the other gender (app.why's section)."""
+    other_gender = choice.table[choice.table.form.map(P.is_feminine_form) != P.is_feminine_form(choice.chosen)]
+    if other_gender.empty:
+        return
+    other = other_gender.sort_values("logprob").form.iloc[-1]
+    st.subheader(f"What decided '{choice.chosen}' and not '{other}'?")
+    st.write("Attention shows where the step looked; this asks what the choice depended on: each source word's "
+             f"push towards '{choice.chosen}' (red) or '{other}' (blue), beside the same step's attention.")
+    why_section(ckpt, model, src, (choice.prefix,) if choice.prefix else (), (choice.chosen,), (other,), "pr_why",
+                choose_head=True)
+
+
 st.title("Which pronoun?")
 ckpt, model = cache.model_or_stop()
 if problem := page_problem("pronouns", model.card):       # an imported model of other languages
@@ -182,3 +196,4 @@ choice_metrics(choice, gender)
 if item is not None:
     sentence_test(ckpt, item)
 where_it_looked(ckpt, model, src, tgt, pronoun, antecedent, choice.written)
+what_decided(ckpt, model, src, choice)

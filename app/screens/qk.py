@@ -6,11 +6,13 @@ import numpy as np
 import streamlit as st
 
 from app import cache, url_state
-from app.checkpoints import UNTRAINED
+from app.checkpoints import UNTRAINED, languages
+from app.data_notice import offer_download
 from app.display import clicked_numbers, show_figure
 from app.figures.attention import heatmap_figure
 from app.figures.qk import COLOR_BY, frequent_words, mark_token, word_label
 from app.text import md_escape
+from core.datasets import how_to_get
 from core.studies import qk
 from core.views import DECODER_ROWS, KINDS, SHORT, attention_view
 
@@ -66,9 +68,16 @@ def vectors(ckpt) -> dict:
         st.caption(md_escape(f"Sentences: {about}. The decoder reads the human translation (teacher forcing), so "
                              "decoder points are the words of the reference."))
     else:
+        en_de = languages(cache.load_model(ckpt).card) == ("en", "de")
         st.info(f"This checkpoint ships no sample of sentences (qk_sample.jsonl) and its training data is not on "
                 f"this machine, so the picture uses the {len(pairs)} demo sentences and the model's own "
-                "translations: too few for clear clusters.")
+                "translations: too few for clear clusters."
+                + (f" {how_to_get('newstest')} fetches the paper's dev set, whose first sentences an English -> "
+                   "German model then shows here." if en_de else ""))
+        if en_de:
+            offer_download("newstest", "qk_fetch", clear=(cache.qk_vectors.clear, cache.qk_embedding.clear,
+                                                          cache.qk_layer_embedding.clear, cache.qk_scatter_figure.clear,
+                                                          cache.qk_grid_figure.clear))
     try:
         return cache.qk_vectors(ckpt)
     except Exception as e:  # noqa: BLE001 the page must stay usable whatever the model does
@@ -228,7 +237,11 @@ ckpt, model = cache.model_or_stop()
 explanation(ckpt.name)
 choice = controls(vectors(ckpt))
 with st.expander("How the picture is made, and why moving the keys changes no attention"):
-    st.markdown(HOW.format(d_k=model.cfg.d_model // model.cfg.h))
+    st.markdown(HOW.format(d_k=model.cfg.d_k))
+    if model.cfg.positions == "relative":          # T5: the vectors tell only part of a score
+        st.markdown("This model (T5) scores a key by q·k + b(j − i), without √d_k: b is a learned bias of its head "
+                    "and of the distance from the query to the key (drawn on the Positional encoding page). The "
+                    "points show the q·k part only, so a key far from a query may still win by its distance.")
 if choice["view"] == "layer":
     whole_layer(ckpt, choice)
 else:

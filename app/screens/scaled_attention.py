@@ -113,11 +113,20 @@ def real_head() -> None:
     """The same four steps on one query of a real head of the loaded checkpoint, with its own numbers."""
     st.header("The same steps inside the real model")
     key, model = cache.model_or_stop()
+    cfg = model.cfg
+    split = f" (d_model / h = {cfg.d_model} / {cfg.h})" if cfg.d_k * cfg.h == cfg.d_model else ""
     st.write(f"Now the model picked in the sidebar ({md_escape(key.name)}). In every head, each word's vector x "
              "is turned into a query q = x W^Q, a key k = x W^K and a value v = x W^V, each "
-             f"d_k = {model.cfg.d_k} numbers long (d_model / h = {model.cfg.d_model} / {model.cfg.h}). "
+             f"d_k = {cfg.d_k} numbers long{split}. "
              f"Pick a word: we follow its query through the four steps, with the first {N_SHOWN} of the "
-             f"{model.cfg.d_k} numbers written out and the rest summed up.")
+             f"{cfg.d_k} numbers written out and the rest summed up.")
+    # a T5 model: its own formula, not the paper's (core.model.position_bias)
+    score = None if cfg.scale_scores else "q·k + position bias" if cfg.positions == "relative" else "q·k"
+    if score:
+        st.info("This model does not use the paper's formula: like T5, it does not divide by √d_k"
+                + (", and adds to each score a learned bias b(j − i) of its head and of the distance from the query "
+                   "to the key (the Positional encoding page draws it): softmax(q·k + b) v. The steps below are "
+                   "its own." if cfg.positions == "relative" else ": softmax(q·k) v. The steps below are its own."))
     c = real_controls(model)
     try:
         steps = cache.head_steps(key, c["src"], c["kind"], c["layer"])
@@ -140,9 +149,10 @@ def real_head() -> None:
                           f"first {len(w.shown)} are written out, the other {d_k - len(w.shown)} added in one column.")
                 + (f" The {masked} keys after this step are masked (the decoder may not look ahead): weight 0."
                    if masked else ""))
-    numbers_table(keys_table(w, cols))
-    st.subheader(f"3. Divide by √d_k = √{d_k} = {d_k ** 0.5:.2f}, and 4. softmax")
-    show_figure(walk_figure(w, cols, f"The query of {rows[row]} over the keys: {where}"), "sdpa_real_weights",
+    numbers_table(keys_table(w, cols, score))
+    st.subheader(f"3. Divide by √d_k = √{d_k} = {d_k ** 0.5:.2f}, and 4. softmax" if score is None else
+                 f"3. {'Add the position bias (no ÷ √d_k)' if 'bias' in score else 'No ÷ √d_k'}, and 4. softmax")
+    show_figure(walk_figure(w, cols, f"The query of {rows[row]} over the keys: {where}", score), "sdpa_real_weights",
                 key="sdpa_real_weights")
     gap = float(abs(w.weights - steps.reported[c["head"], row]).max())
     st.caption(md_escape(f"This row of weights is the row of {rows[row]} in the attention explorer's map of this "

@@ -10,16 +10,20 @@ from torch import nn
 from .dropout import dropout
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, dropout_p: float = 0.0):
+def scaled_dot_product_attention(q, k, v, mask=None, dropout_p: float = 0.0, bias=None, scale: bool = True):
     """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V, returning the output and the probabilities.
 
     q: (..., Tq, d_k), k: (..., Tk, d_k), v: (..., Tk, d_v); mask: bool, broadcastable to
     (..., Tq, Tk), True where a query may attend to a key. Masked keys get exactly 0.
     dropout_p: dropout on the probabilities that weight V (training); the returned ones are undropped.
+    bias: None, or a float term added to the scores before the softmax, broadcastable to (..., Tq, Tk): T5's
+    relative position bias (core/model/position_bias.py). scale=False leaves out the 1/sqrt(d_k), as T5 does.
     """
     # q is scaled before the product, and the mask is added as 0 / -inf: on a CPU both are cheaper than
     # dividing and masked_fill-ing the larger (Tq, Tk) scores (attention fwd + bwd 1.1x, measured here)
-    scores = (q * (1.0 / math.sqrt(q.size(-1)))) @ k.transpose(-2, -1)       # (..., Tq, Tk)
+    scores = ((q * (1.0 / math.sqrt(q.size(-1)))) if scale else q) @ k.transpose(-2, -1)     # (..., Tq, Tk)
+    if bias is not None:
+        scores = scores + bias
     if mask is not None:
         scores = scores + torch.zeros(mask.shape, dtype=scores.dtype, device=scores.device).masked_fill_(
             ~mask, float("-inf"))
@@ -33,14 +37,18 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p: float = 0.0):
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)."""
 
-    def __init__(self, d_model: int, h: int, dropout: float = 0.0):
+    def __init__(self, d_model: int, h: int, dropout: float = 0.0, d_k: int | None = None, bias: bool = True,
+                 scale: bool = True):
+        """d_k: each head's width (d_model / h unless given: T5 v1.1's may differ); bias: the four linear layers
+        have biases (T5's have none); scale: divide the scores by sqrt(d_k) (T5 does not)."""
         super().__init__()
-        assert d_model % h == 0
-        self.h, self.d_k = h, d_model // h
-        self.w_q = nn.Linear(d_model, d_model)
-        self.w_k = nn.Linear(d_model, d_model)
-        self.w_v = nn.Linear(d_model, d_model)
-        self.w_o = nn.Linear(d_model, d_model)
+        assert d_k is not None or d_model % h == 0
+        self.h, self.d_k, self.scale = h, d_k or d_model // h, scale
+        inner = self.h * self.d_k
+        self.w_q = nn.Linear(d_model, inner, bias=bias)
+        self.w_k = nn.Linear(d_model, inner, bias=bias)
+        self.w_v = nn.Linear(d_model, inner, bias=bias)
+        self.w_o = nn.Linear(inner, d_model, bias=bias)
         self.dropout = dropout  # on the attention probabilities, as in the reference implementations
 
     def _split(self, x):  # (B, T, d_model) -> (B, h, T, d_k)
@@ -55,12 +63,12 @@ class MultiHeadAttention(nn.Module):
         """
         if len(linears) == 1:
             return [self._split(linears[0](x))]
-        w = torch.cat([lin.weight for lin in linears])                  # (n * d_model, d_model)
-        b = torch.cat([lin.bias for lin in linears])
+        w = torch.cat([lin.weight for lin in linears])                  # (n * h d_k, d_model)
+        b = None if linears[0].bias is None else torch.cat([lin.bias for lin in linears])
         return [self._split(y) for y in F.linear(x, w, b).chunk(len(linears), dim=-1)]
 
     def forward(self, query, key, value, mask=None, need_weights=False, cache=None, static_kv=False,
-                head_mask=None, need_vectors=False):
+                head_mask=None, need_vectors=False, position_bias=None):
         """query: (B, Tq, d_model); key/value: (B, Tk, d_model); mask: bool (B, 1|h, 1|Tq, Tk).
 
         need_weights: also return the attention probabilities (B, h, Tq, Tk); otherwise use torch's
@@ -71,6 +79,7 @@ class MultiHeadAttention(nn.Module):
         need_vectors: return (probs, q, k) in place of the probabilities: the per-head queries
         q (B, h, Tq, d_k) and keys k (B, h, Tk, d_k) after W^Q, W^K and the split into heads, before
         the 1/sqrt(d_k) scaling, from this very pass (implies need_weights; AttentionViz-style views).
+        position_bias: None, or (1|B, h, Tq, Tk) added to the scores before the softmax (T5's relative positions).
         """
         if cache is not None and static_kv and "k" in cache:            # the memory is projected already
             (q,), k, v = self._project(query, self.w_q), cache["k"], cache["v"]
@@ -91,9 +100,13 @@ class MultiHeadAttention(nn.Module):
         # On a CPU, training takes our own path even without dropout: torch's fused kernel draws its dropout
         # mask with the slow bernoulli_ (core/dropout.py), and its bf16 backward made a news-small step 1.3x
         # slower than this path's matmuls and softmax (measured interleaved, 2 threads, torch 2.13).
+        # T5's attention (unscaled, biased) takes this path too: torch's fused kernel rounds it otherwise than the
+        # softmax written out, which a tiny random mT5 grew to 1.3e-4 in its logits against transformers' (0 on this
+        # path, which is theirs)
         need_weights = need_weights or need_vectors
-        if need_weights or (q.device.type == "cpu" and torch.is_grad_enabled()):
-            out, probs = scaled_dot_product_attention(q, k, v, mask, p_drop)
+        t5 = position_bias is not None or not self.scale
+        if need_weights or t5 or (q.device.type == "cpu" and torch.is_grad_enabled()):
+            out, probs = scaled_dot_product_attention(q, k, v, mask, p_drop, position_bias, self.scale)
             probs = probs if need_weights else None
         else:
             out, probs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_drop), None

@@ -11,7 +11,7 @@ class TransformerConfig:
     """Sizes and options of the encoder-decoder Transformer (Vaswani et al. 2017, Table 3).
 
     Defaults are the paper's; every non-paper option (pre-norm, learned positions, the variations
-    of imported Marian, NLLB/M2M100, mBART and FSMT models) is off unless asked for.
+    of imported Marian, NLLB/M2M100, mBART, FSMT and T5 models) is off unless asked for.
     """
     vocab_size: int = 8000
     N: int = 6                       # encoder layers
@@ -26,12 +26,13 @@ class TransformerConfig:
     attn_dropout: float | None = None
     ffn_dropout: float | None = None
     max_len: int = 512               # longest sequence the position table covers
-    positions: str = "sinusoidal"    # or "learned" (Table 3, row E)
+    positions: str = "sinusoidal"    # or "learned" (Table 3, row E), or "relative": none added to the embeddings,
+    #                                  a learned bias per head and distance bucket on the attention scores (T5)
     pe_layout: str = "interleaved"   # sin/cos interleaved (paper) or "concat" (all sines, then cosines: Marian)
     #                                  or "fairseq" (concat, frequencies 10000^(-i/(d_model/2 - 1)): NLLB, FSMT)
     pos_offset: int = 0              # the table row of the first position (fairseq models: pad_id + 1)
     norm: str = "post"               # "post": LayerNorm(x + Sublayer(x)) as in the paper; or "pre"
-    activation: str = "relu"         # "relu" (paper), "swish" (Marian) or "gelu" (mBART)
+    activation: str = "relu"         # "relu" (paper), "swish" (Marian), "gelu" (mBART) or "gelu_tanh" (T5 v1.1)
     layer_norm_eps: float = 1e-5
     share_embeddings: bool = True    # one embedding for source, target and pre-softmax projection
     scale_embeddings: bool = True    # multiply embeddings by sqrt(d_model)
@@ -41,6 +42,17 @@ class TransformerConfig:
     src_vocab_size: int | None = None   # a source vocabulary of its own size (FSMT); None: vocab_size, one for both
     src_prefix_id: int | None = None    # a token before every source sentence (NLLB, M2M100: the source language)
     tgt_prefix_id: int | None = None    # the first target token, forced in decoding (NLLB, M2M100: target language)
+    src_prompt_ids: list | None = None  # ids before every source sentence: T5's task prompt ("translate ... to ...:")
+    # T5 (Raffel et al. 2020) and its descendants (T5 v1.1, mT5, Flan-T5): core/model/position_bias.py
+    rel_buckets: int = 32            # positions="relative": buckets of key - query distance, half exact, half log
+    rel_max_distance: int = 128      # distances from here on share the last bucket
+    scale_scores: bool = True        # softmax(QK^T / sqrt(d_k)) (3.2.1); T5 leaves out the 1/sqrt(d_k)
+    rms_norm: bool = False           # RMSNorm (no mean subtracted, no bias: T5) in place of LayerNorm
+    bias: bool = True                # biases in the attention and FFN linear layers (T5 has none)
+    gated_ffn: bool = False          # FFN(x) = (act(x W1) * x W3) W2: T5 v1.1's gated GELU
+    tie_output: bool = True          # with share_embeddings, the pre-softmax projection is that matrix too (3.4)
+    scale_output: bool = False       # the decoder's output times d_model^-0.5 before the projection (tied T5)
+    d_kv: int | None = None          # each head's width when it is not d_model / h (T5 v1.1 small: 6 heads of 64)
     pad_id: int = 0
     unk_id: int = 1
     bos_id: int = 2                  # first decoder input ("decoder start")
@@ -49,7 +61,7 @@ class TransformerConfig:
 
     @property
     def d_k(self) -> int:
-        return self.d_model // self.h
+        return self.d_kv or self.d_model // self.h
 
     @property
     def source_vocab_size(self) -> int:
@@ -63,16 +75,17 @@ class TransformerConfig:
             self.attn_dropout = self.dropout
         if self.ffn_dropout is None:
             self.ffn_dropout = self.dropout
-        if self.d_model % self.h:
+        if self.d_kv is None and self.d_model % self.h:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by h ({self.h})")
         if self.share_embeddings and self.source_vocab_size != self.vocab_size:
             raise ValueError(f"a source vocabulary of {self.source_vocab_size} ids and a target one of "
                              f"{self.vocab_size} cannot share one embedding (share_embeddings=False)")
         if self.pos_offset < 0:
             raise ValueError(f"pos_offset must be >= 0, not {self.pos_offset}")
-        for name, allowed in [("positions", {"sinusoidal", "learned"}),
+        for name, allowed in [("positions", {"sinusoidal", "learned", "relative"}),
                               ("pe_layout", {"interleaved", "concat", "fairseq"}),
-                              ("norm", {"post", "pre"}), ("activation", {"relu", "swish", "gelu"})]:
+                              ("norm", {"post", "pre"}),
+                              ("activation", {"relu", "swish", "gelu", "gelu_tanh"})]:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"config.{name} must be one of {sorted(allowed)}, not {getattr(self, name)!r}")
 

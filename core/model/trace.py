@@ -5,8 +5,8 @@ At each step every live hypothesis gets its next-piece probabilities from the ve
 best hypothesis is beam_search's, token for token. The attention each hypothesis chose with is recorded from that
 same pass (AttentionRecorder): the search's attention runs in torch's fused kernel, which returns no weights, so a
 hook on each decoder attention recomputes softmax(q k^T / sqrt(d_k)) of the newest position from the query it was
-given and the keys in its cache; the output the search uses is never touched. Pure torch and numpy: ids in, a
-SearchTrace out.
+given and the keys in its cache (T5: unscaled, with its position bias); the output the search uses is never touched.
+Pure torch and numpy: ids in, a SearchTrace out.
 """
 from __future__ import annotations
 
@@ -165,7 +165,10 @@ class AttentionRecorder:
                 return
             (q,) = module._project(args[0], module.w_q)                         # (K, h, 1, d_k): the query used
             mask = args[3] if len(args) > 3 else kwargs.get("mask")
-            _, probs = scaled_dot_product_attention(q[:, :, -1:], cache["k"], cache["v"], mask)  # (K, h, 1, keys)
+            bias = kwargs.get("position_bias")                                  # T5's: (1, h, Tq, keys) or None
+            _, probs = scaled_dot_product_attention(q[:, :, -1:], cache["k"], cache["v"], mask,
+                                                    bias=None if bias is None else bias[:, :, -1:],
+                                                    scale=module.scale)          # (K, h, 1, keys)
             self.maps[kind].append(probs[:, :, 0])
         return hook
 

@@ -10,8 +10,9 @@ from torch import nn
 
 from .config import TransformerConfig
 from .dropout import Dropout
-from .layers import DecoderLayer, EncoderLayer, PositionalEncoding
+from .layers import DecoderLayer, EncoderLayer, PositionalEncoding, layer_norm
 from .loss import projected_loss
+from .position_bias import RelativePositionBias
 
 
 def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
@@ -53,15 +54,21 @@ class Transformer(nn.Module):
                         PositionalEncoding(cfg.d_model, cfg.max_len, cfg.positions, cfg.pe_layout, cfg.pos_offset))
         self.dropout = Dropout(cfg.dropout)
         # mBART: a LayerNorm on each side's embeddings + positions (None: the paper has none)
-        self.src_embed_norm, self.tgt_embed_norm = (nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.src_embed_norm, self.tgt_embed_norm = (layer_norm(cfg.d_model, cfg.layer_norm_eps, cfg.rms_norm)
                                                     if cfg.embed_norm else None for _ in range(2))
+        # T5: one table of position biases per stack, made once and added in each of its layers (None: the paper's)
+        relative = cfg.positions == "relative"
+        self.enc_pos_bias, self.dec_pos_bias = (
+            RelativePositionBias(cfg.h, cfg.rel_buckets, cfg.rel_max_distance, bidirectional=both) if relative else None
+            for both in (True, False))
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.N))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.N_dec))
         # pre-norm stacks end with a LayerNorm; post-norm ones already end normalised
-        self.enc_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.norm == "pre" else nn.Identity()
-        self.dec_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if cfg.norm == "pre" else nn.Identity()
+        self.enc_norm, self.dec_norm = (layer_norm(cfg.d_model, cfg.layer_norm_eps, cfg.rms_norm)
+                                        if cfg.norm == "pre" else nn.Identity() for _ in range(2))
         self.generator = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        if cfg.share_embeddings:
+        self.tied_output = cfg.share_embeddings and cfg.tie_output
+        if self.tied_output:
             self.generator.weight = self.src_embed.weight   # 3.4: the same matrix, three times
         self.logits_bias = nn.Parameter(torch.zeros(cfg.vocab_size)) if cfg.final_logits_bias else None
         self._init_weights()
@@ -74,6 +81,7 @@ class Transformer(nn.Module):
         nn.init.normal_(self.src_embed.weight, std=self.cfg.d_model ** -0.5)
         if not self.cfg.share_embeddings:
             nn.init.normal_(self.tgt_embed.weight, std=self.cfg.d_model ** -0.5)
+        if not self.tied_output:
             nn.init.normal_(self.generator.weight, std=self.cfg.d_model ** -0.5)
 
     def _embed(self, tokens, embed, pos, start=0, norm=None):
@@ -89,8 +97,10 @@ class Transformer(nn.Module):
         """
         src_mask = padding_mask(src, self.cfg.pad_id)
         x, attns = self._embed(src, self.src_embed, self.src_pos, norm=self.src_embed_norm), []
+        S = src.size(1)
+        bias = None if self.enc_pos_bias is None else self.enc_pos_bias(S, S)      # (1, h, S, S)
         for layer, m in zip(self.encoder, self._layer_masks(head_mask, "enc_self")):
-            x, probs = layer(x, src_mask, need_weights, head_mask=m, need_vectors=need_vectors)
+            x, probs = layer(x, src_mask, need_weights, head_mask=m, need_vectors=need_vectors, position_bias=bias)
             attns.append(probs)
         return self.enc_norm(x), src_mask, attns
 
@@ -105,18 +115,25 @@ class Transformer(nn.Module):
         """
         tgt_mask = causal_mask(tgt_in, self.cfg.pad_id) if cache is None else None
         x = self._embed(tgt_in, self.tgt_embed, self.tgt_pos, start, self.tgt_embed_norm)
+        T = tgt_in.size(1)
+        bias = None if self.dec_pos_bias is None else self.dec_pos_bias(T, start + T, start)   # (1, h, T, start + T)
         self_attns, cross_attns = [], []
         masks = zip(self._layer_masks(head_mask, "dec_self"), self._layer_masks(head_mask, "cross"))
         for i, (layer, (m_self, m_cross)) in enumerate(zip(self.decoder, masks)):
             x, s, c = layer(x, memory, src_mask, tgt_mask, need_weights, None if cache is None else cache[i],
-                            self_head_mask=m_self, cross_head_mask=m_cross, need_vectors=need_vectors)
+                            self_head_mask=m_self, cross_head_mask=m_cross, need_vectors=need_vectors,
+                            position_bias=bias)
             self_attns.append(s)
             cross_attns.append(c)
         return self.dec_norm(x), self_attns, cross_attns
 
+    def _scaled(self, hidden):
+        """T5 with a tied output scales the decoder's output by d_model^-0.5 first (cfg.scale_output)."""
+        return hidden * self.cfg.d_model ** -0.5 if self.cfg.scale_output else hidden
+
     def project(self, hidden):
         """The pre-softmax linear transformation: (B, T, d_model) -> logits (B, T, vocab)."""
-        logits = self.generator(hidden)
+        logits = self.generator(self._scaled(hidden))
         return logits if self.logits_bias is None else logits + self.logits_bias
 
     def forward(self, src, tgt_in, need_weights=False, head_mask=None, tgt_out=None):
@@ -129,7 +146,7 @@ class Transformer(nn.Module):
         memory, src_mask, enc = self.encode(src, need_weights, head_mask)
         hidden, dec, cross = self.decode(tgt_in, memory, src_mask, need_weights, head_mask=head_mask)
         if tgt_out is not None:
-            return projected_loss(hidden, self.generator.weight, self.logits_bias, tgt_out,
+            return projected_loss(self._scaled(hidden), self.generator.weight, self.logits_bias, tgt_out,
                                   self.cfg.label_smoothing, self.cfg.pad_id)
         logits = self.project(hidden)
         return (logits, Attentions(enc, dec, cross)) if need_weights else logits

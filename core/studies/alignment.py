@@ -26,6 +26,7 @@ import numpy as np
 from .alignment_gold import AlignmentError, GoldPair, gold_masks, model_text, piece_slots
 from .analysis import head_or_mean
 from core.tokenizer import merge_attention, merge_words, word_ids
+from core.views import sentence_only
 
 SHIFTS = {"produced": "a target word's row is the decoder step that produces (writes) it",
           "read": "a target word's row is the decoder step that reads it as input (Shift-Att)"}
@@ -156,7 +157,8 @@ class SentenceMaps:
 
 def sentence_maps(result, pair: GoldPair | None = None) -> SentenceMaps:
     """The SentenceMaps of an AttendResult, on the gold pair's words or (pair None) on the model's own words;
-    AlignmentError (a ValueError, worded for the reader) when they cannot be mapped."""
+    AlignmentError (a ValueError, worded for the reader) when they cannot be mapped. A prompt (T5's) is left out."""
+    result = sentence_only(result)
     if pair is not None:
         (src_slots, tgt_slots), cols, rows = gold_slots(result, pair), pair.src_words, pair.tgt_words
     else:
@@ -213,7 +215,7 @@ def evaluate(tm, pairs: list[GoldPair], as_tokenized: bool = False, method: str 
     for k, pair in enumerate(pairs):
         src, tgt = model_text(pair, as_tokenized)
         try:
-            res = tm.attend(src, tgt=tgt)
+            res = sentence_only(tm.attend(src, tgt=tgt))        # the sentence's pieces: no prompt (T5)
             slots = gold_slots(res, pair)
         except (AlignmentError, ValueError) as e:
             ev.skipped.append((pair.line, str(e)))

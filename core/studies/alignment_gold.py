@@ -14,12 +14,15 @@ from pathlib import Path
 
 import numpy as np
 
+from core.datasets import how_to_get
 from core.paths import shared_eval
 from core.tokenizer import piece_byte
 from core.views import SPECIALS
 
-# evaluation data only: read in place outside the project (core/paths.py), never copied in
-DEFAULT_GOLD = shared_eval("rwth-deen-alignment")
+def default_gold() -> Path:
+    """The RWTH gold folder, read in place outside the project (core/paths.py; resolved per call, so
+    ATTN_EXPLORER_SHARED moves it); evaluation data only, never copied in."""
+    return shared_eval("rwth-deen-alignment")
 
 
 class AlignmentError(ValueError):
@@ -57,12 +60,15 @@ def parse_talp(line: str, n_src: int, n_tgt: int, where: str = "") -> tuple[set,
     return sure, possible | sure
 
 
-def read_gold(folder=DEFAULT_GOLD, src_file: str = "src.en", tgt_file: str = "tgt.de",
+def read_gold(folder=None, src_file: str = "src.en", tgt_file: str = "tgt.de",
               links_file: str = "gold.talp") -> list[GoldPair]:
-    """The gold pairs of a folder in the RWTH layout (see its README: line k of each file is pair k)."""
-    folder = Path(folder)
+    """The gold pairs of a folder in the RWTH layout (None: default_gold(); line k of each file is pair k)."""
+    folder = Path(folder) if folder is not None else default_gold()
     paths = [folder / f for f in (src_file, tgt_file, links_file)]
     missing = [p.name for p in paths if not p.is_file()]
+    if missing and folder == default_gold():
+        raise AlignmentError(f"The RWTH gold alignments are not on this machine yet: {how_to_get('eval')} fetches "
+                             "them (for research use only: the command shows their licence first).")
     if missing:
         raise AlignmentError(f"The gold folder {folder} lacks {', '.join(missing)} "
                              f"(it needs {src_file}, {tgt_file} and {links_file}, one sentence pair a line).")

@@ -27,7 +27,7 @@ import pandas as pd
 
 from core.checkpoint.jsonl import read_jsonl
 from core.tokenizer import is_punctuation, word_ids
-from core.views import attention_view, to_words
+from core.views import attention_view, sentence_only, to_words
 
 PROBES = Path(__file__).parent / "probes"
 SCORES = {   # name -> what the app says about it
@@ -195,7 +195,7 @@ def head_scores(tm, neutral: list[dict] | None = None, anaphora: list[dict] | No
     enc, dec, ana = [], [], []
     L, h = tm.cfg.N, tm.cfg.h
     for k in range(len(sources)):
-        r = results[k]
+        r = sentence_only(results[k])                                  # the sentence's words: no prompt (T5)
         src_pieces, enc_attn = r.src_tokens, r.enc_self
         scores = sentence_scores(enc_attn, src_pieces)
         scores["anaphora"] = np.full((L, h), np.nan)

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from core.checkpoint.atomic import atomic_write
-from core.paths import shared_eval
+from core.views import sentence_only
 
 from . import alignment as al
 from . import long_arcs as la
@@ -222,6 +222,7 @@ def anaphora_role(tm, out: RoleScores, texts: list) -> None:
     items, where = [], []
     sets = load_anaphora()
     for a, r in zip(sets, tm.attend_batch([a["text"] for a in sets], encoder_only=True)):
+        r = sentence_only(r)                                            # the sentence's words: no prompt (T5)
         if lines_up(a["text"], r.src_tokens) and not r.truncated:
             items.append((r.src_tokens, pronoun_rows(r.enc_self, r.src_tokens, a["pronoun_index"]),
                           a["pronoun_index"], a["antecedent_index"]))
@@ -240,7 +241,8 @@ def attend_pairs(tm, pairs: list, progress=None, chunk: int = 128):
         def tick(done, _total, before=start):
             if progress is not None:
                 progress(before + done, len(pairs))
-        yield from tm.attend_batch(*zip(*(model_text(p) for p in part)), progress=tick)
+        results = tm.attend_batch(*zip(*(model_text(p) for p in part)), progress=tick)
+        yield from (sentence_only(r) for r in results)                 # the sentence's words: no prompt (T5)
 
 
 def decoder_roles(tm, pairs: list, progress=None) -> tuple[RoleScores, RoleScores, list]:
@@ -306,7 +308,7 @@ def load_corpora(languages: tuple[str, str], conllu=None, gold=None) -> tuple[li
                      "alignments are English-German).")
     else:
         try:
-            pairs = read_gold(gold or shared_eval("rwth-deen-alignment"))
+            pairs = read_gold(gold)
         except AlignmentError as e:
             notes.append(f"The decoder and cross-attention roles need the gold alignments: {e}")
     return sentences, pairs, notes

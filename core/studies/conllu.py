@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.datasets import how_to_get
 from core.paths import shared_eval
 from core.tokenizer import clean_text
 
@@ -132,8 +133,12 @@ def read_conllu(path=None) -> list[UDSentence]:
     if path.is_dir():
         raise SyntaxDataError(f"{path} is a folder: give the CoNLL-U file itself (e.g. {ud_english_dev().name}).")
     if not path.is_file():
-        raise SyntaxDataError(f"The CoNLL-U file {path} does not exist. The default is {ud_english_dev()} "
-                              f"(UD English EWT dev; see the README of the folder of evaluation data).")
+        get = how_to_get("eval")
+        if path == ud_english_dev():
+            raise SyntaxDataError(f"The gold parses (UD English EWT dev) are not on this machine yet: {get} "
+                                  "fetches them.")
+        raise SyntaxDataError(f"The CoNLL-U file {path} does not exist. The default, UD English EWT dev, comes with "
+                              f"{get}.")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:

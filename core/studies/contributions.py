@@ -80,6 +80,7 @@ class Capture:
     def _attention(self, key, args, kwargs, out):
         names = ("query", "key", "value", "mask")                         # MultiHeadAttention.forward's order
         inputs = {n: args[i] if len(args) > i else kwargs.get(n) for i, n in enumerate(names)}
+        inputs["position_bias"] = kwargs.get("position_bias")            # T5's, added to the scores; else None
         probs = out[1][0] if isinstance(out[1], tuple) else out[1]        # need_vectors gives (probs, q, k)
         if probs is not None:
             self._keep(key, **inputs, probs=probs, attn_out=out[0])
@@ -126,7 +127,7 @@ def transformed_vectors(block: dict, mha, norm, pre: bool, self_attention: bool)
         vecs[idx, idx] += x                                                            # + delta_ij x_i
     else:
         vecs = torch.cat([vecs, x[:, None, :]], dim=1)                                 # (Tq, Tk + 1, d)
-    bias = mha.w_o.bias.expand_as(x)
+    bias = torch.zeros_like(x) if mha.w_o.bias is None else mha.w_o.bias.expand_as(x)     # T5: no biases
     if pre:
         return vecs, bias
     z = vecs.sum(1) + bias                                                             # (Tq, d): LN's input

@@ -166,13 +166,18 @@ RESULT_FILE = "faithfulness.json"        # written into a checkpoint folder by s
 
 def read_result(folder) -> dict | None:
     """A checkpoint folder's saved faithfulness result, or None when it has none; ValueError when it is garbled."""
-    if folder is None or not (Path(folder) / RESULT_FILE).is_file():
+    return read_saved(folder, RESULT_FILE, "scripts/evaluate_faithfulness.py")
+
+
+def read_saved(folder, name: str, script: str) -> dict | None:
+    """A JSON result with a "table" saved in a checkpoint folder as `name` by `script`, or None when there is none;
+    ValueError, naming the script to run again, when it is garbled."""
+    if folder is None or not (Path(folder) / name).is_file():
         return None
     try:
-        result = json.loads((Path(folder) / RESULT_FILE).read_text(encoding="utf-8"))
+        result = json.loads((Path(folder) / name).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{RESULT_FILE} in {folder} cannot be read ({e}): run scripts/evaluate_faithfulness.py "
-                         "again") from None
+        raise ValueError(f"{name} in {folder} cannot be read ({e}): run {script} again") from None
     if not isinstance(result, dict) or not isinstance(result.get("table"), list):
-        raise ValueError(f"{RESULT_FILE} in {folder} has no table: run scripts/evaluate_faithfulness.py again")
+        raise ValueError(f"{name} in {folder} has no table: run {script} again")
     return result

@@ -17,7 +17,7 @@ import pandas as pd
 from .paper_figures import best_layer, dependency_scores, find_words
 from core.checkpoint.jsonl import read_jsonl
 from core.tokenizer import bare_word, clean_text, strip_punctuation
-from core.views import AttentionView
+from core.views import AttentionView, sentence_only
 
 PRONOUN_SET = Path(__file__).parent / "probes" / "pronouns_en_de.jsonl"
 ENDINGS = ("", "e", "en", "em", "er", "es")                 # the endings of ein-words: case, gender, number
@@ -140,9 +140,15 @@ def pronoun_accuracy(tm, items: list[dict] | None = None) -> dict:
 
 
 def find_form(text: str, pronoun: str = "its") -> int | None:
-    """Index (in whitespace words) of the first German word that `pronoun` can become, or None."""
+    """Index (in whitespace words) of the first German word that `pronoun` can become, or None. A bare 'sein'
+    before punctuation or at the end is the verb, not the possessive ('... perfekt sein, aber seine ...')."""
     forms = FORMS.get(pronoun, POSSESSIVES)
-    return next((i for i, w in enumerate(clean_text(text).split()) if bare_word(w) in forms), None)
+    words = clean_text(text).split()
+
+    def is_verb(i: int, w: str) -> bool:
+        return bare_word(w) == "sein" and (strip_punctuation(w) != w or i == len(words) - 1)
+
+    return next((i for i, w in enumerate(words) if bare_word(w) in forms and not is_verb(i, w)), None)
 
 
 def find_pronoun(en: str) -> tuple[int, str] | None:
@@ -227,6 +233,7 @@ class Gaze:
 def gaze(result, pronoun: str, antecedent: str, written: str) -> Gaze:
     """The Gaze of a teacher-forced AttendResult (source with `pronoun` and `antecedent`, German with `written`);
     ValueError, worded for the reader, when a word is not in the sentence."""
+    result = sentence_only(result)                                      # the sentence's words: no prompt (T5)
     enc, cross = result.view("enc_self", words=True), result.view("cross", words=True)
     pronoun_word = find_words(enc.rows, pronoun)[0]
     antecedent_word = find_words(enc.cols, antecedent)[0]

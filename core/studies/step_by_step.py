@@ -3,8 +3,9 @@
 `capture` runs the model once on a sentence under core.studies.contributions.Capture, takes what went into one
 attention module (the layer's input: queries from it, keys and values from it or from the encoder output) and recomputes
 each head's q = x W_i^Q, k = x W_i^K, v = x W_i^V from the weights, in float64. From these, HeadSteps gives every
-intermediate of softmax(q k^T / sqrt(d_k)) v for one head. The model is not changed: the hook is removed after
-the pass and only records calls made from the calling thread, so sessions sharing one model do not mix.
+intermediate of softmax(q k^T / sqrt(d_k)) v for one head (a T5 model: softmax(q k^T + its position bias) v). The
+model is not changed: the hook is removed after the pass and only records calls made from the calling thread, so
+sessions sharing one model do not mix.
 """
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ class HeadSteps:
     mask: np.ndarray
     reported: np.ndarray
     result: AttendResult
+    bias: np.ndarray | None = None     # (h, R, C): T5's position bias, added to the scores; None: the paper's
+    scale: bool = True                 # divided by sqrt(d_k) (the paper); T5 does not divide
 
     @property
     def d_k(self) -> int:
@@ -51,8 +54,9 @@ class HeadSteps:
         return self.q[head] @ self.k[head].T
 
     def scaled(self, head: int) -> np.ndarray:
-        """Q K^T / sqrt(d_k), with -inf where the mask forbids a key: (R, C)."""
-        return np.where(self.mask, self.scores(head) / math.sqrt(self.d_k), -np.inf)
+        """Q K^T / sqrt(d_k) (T5: Q K^T + its position bias), with -inf where the mask forbids a key: (R, C)."""
+        s = self.scores(head) / math.sqrt(self.d_k) if self.scale else self.scores(head)
+        return np.where(self.mask, s if self.bias is None else s + self.bias[head], -np.inf)
 
     def weights(self, head: int) -> np.ndarray:
         """softmax of each row of the scaled scores: (R, C), rows sum to 1, masked keys exactly 0."""
@@ -67,8 +71,8 @@ class HeadSteps:
 
 def _per_head(x: torch.Tensor, linear: torch.nn.Linear, h: int) -> np.ndarray:
     """x (T, d_model) through one projection, split into heads: (h, T, d_k), float64."""
-    w, b = linear.weight.detach().double(), linear.bias.detach().double()
-    y = x.double() @ w.T + b                                           # (T, d_model)
+    w = linear.weight.detach().double()
+    y = x.double() @ w.T if linear.bias is None else x.double() @ w.T + linear.bias.detach().double()   # (T, h d_k)
     return y.view(y.shape[0], h, -1).transpose(0, 1).numpy()          # (h, T, d_k)
 
 
@@ -92,7 +96,10 @@ def capture(model: TranslationModel, src: str, tgt: str | None = None, kind: str
             else np.broadcast_to(mask[0, 0].cpu().numpy(), (R, C)).copy())   # (R, C)
     steps = HeadSteps(kind, layer, view.rows, view.cols, _per_head(query, module.w_q, h),
                       _per_head(key, module.w_k, h), _per_head(value, module.w_v, h), mask,
-                      np.asarray(view.maps[layer], dtype=np.float64), result)
+                      np.asarray(view.maps[layer], dtype=np.float64), result,
+                      None if seen.get("position_bias") is None
+                      else np.broadcast_to(seen["position_bias"][0].double().cpu().numpy(), (h, R, C)).copy(),
+                      module.scale)
     if steps.q.shape[1] != R or steps.k.shape[1] != C:
         raise RuntimeError(f"captured {steps.q.shape[1]} queries and {steps.k.shape[1]} keys for a {R} x {C} map")
     return steps

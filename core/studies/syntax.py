@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from core.tokenizer import clean_text, merge_attention
+from core.views import sentence_only
 
 from .alignment_gold import piece_bytes
 from .conllu import SyntaxDataError, UDSentence, read_figure5
@@ -131,6 +132,7 @@ def sentence_attention(result, sentence: UDSentence) -> SentenceAttention:
     """word_attention of an AttendResult (attend or attend_batch, encoder_only=True is enough)."""
     if result.truncated:
         raise SyntaxDataError("the sentence is longer than the model takes")
+    result = sentence_only(result)                                      # the sentence's words: no prompt (T5)
     return word_attention(result.enc_self, result.src_tokens, sentence)
 
 

@@ -12,11 +12,11 @@
 # saves depend on the machine's speed, and the thread count changes float sums.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-SHARED=${ATTN_EXPLORER_SHARED:-../shared}        # the corpora beside the project (core/paths.py)
+SHARED=$(python scripts/get_data.py --where)    # the data folder (core/paths.py: ../shared, $ATTN_EXPLORER_SHARED, ...)
 
 # 1. The data: Multi30k task 1 (29,000 caption pairs; valid 1,014, test2016 Flickr 1,000), cleaned, with one shared
 #    6,000-piece SentencePiece BPE model. The corpus folder is ../shared/data/multi30k (card.json's prep_report);
-#    docs/training.md ("Get data") downloads the same task-1 files into downloads/multi30k.
+#    `python scripts/get_data.py multi30k` fetches the same task-1 files there (checked: the same bytes).
 python scripts/prepare_data.py --corpus "$SHARED/data/multi30k" --out data/multi30k --vocab-size 6000
 
 # 2. Training, pre-norm, validated every 300 steps on all 1,014 dev sentences (greedy BLEU), attention snapshots

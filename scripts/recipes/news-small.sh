@@ -22,7 +22,7 @@
 # encoder and was discarded; it is not part of these weights (docs/experiments.md, "Post-norm or pre-norm?").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-SHARED=${ATTN_EXPLORER_SHARED:-../shared}        # the corpora beside the project (core/paths.py)
+SHARED=$(python scripts/get_data.py --where)    # the data folder (core/paths.py: ../shared, $ATTN_EXPLORER_SHARED, ...)
 
 # The data: 86,441 news/Europarl/general pairs made for this project (../shared/data/wmt-en-de; valid newstest2013,
 # test newstest2014), cleaned (80 pairs dropped), one shared 8,000-piece SentencePiece BPE model. Default settings

@@ -125,3 +125,16 @@ def test_a_report_is_the_offline_html_of_every_map(tm, tmp_path):
     page = nb.report(tm, SRC, path=tmp_path / "r.html")
     assert (tmp_path / "r.html").read_text(encoding="utf-8") == page
     assert "Plotly.react" in page and SRC in page and '"enc_self"' in page
+
+
+def test_why_is_the_pages_figure_of_the_contrast(tm):
+    """why(): the contrast's pushes beside the step's attention of the layer and head asked for (1-based)."""
+    c = tm.contrast(SRC, "der schnelle", "braune", "faulen")
+    fig = nb.why(tm, SRC, "der schnelle", "braune", "faulen", layer=2, head=1)
+    push, look, earlier = (t.z[0] for t in fig.data)
+    np.testing.assert_allclose(push, c.src_scores, atol=1e-6)
+    np.testing.assert_allclose(look, c.cross[1, 0], atol=1e-6)
+    np.testing.assert_allclose(earlier, c.tgt_scores, atol=1e-6)
+    assert "head 1" in fig.layout.annotations[1].text and fig.layout.title.text.startswith("Why 'braune'")
+    with pytest.raises(ValueError, match="no head 9"):
+        nb.why(tm, SRC, "der schnelle", "braune", "faulen", head=9)

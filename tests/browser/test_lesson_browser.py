@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from app.lesson import LESSON, load_lesson
+from app.lesson.steps import LESSON, load_lesson
 from core.paths import REPO
 from tests.browser.chromium import ARTIFACTS, CHROMIUM, serve, sync_api
 

@@ -18,3 +18,14 @@ def test_paths_in_the_project_or_the_shared_folder_are_relative_and_others_absol
     assert paths.shared_dir() == moved
     # relative when the moved folder is beside the project, absolute elsewhere: either way it reads back right
     assert from_portable(portable(moved / "data")).resolve() == (moved / "data").resolve()
+
+
+def test_without_a_shared_folder_beside_it_the_data_folder_is_the_users(tmp_path, monkeypatch):
+    monkeypatch.delenv("ATTN_EXPLORER_SHARED", raising=False)
+    monkeypatch.setattr(paths, "REPO", tmp_path / "clone")                          # a fresh clone, nothing beside
+    monkeypatch.setattr(paths.platformdirs, "user_data_dir", lambda app, appauthor=None: str(tmp_path / "user" / app))
+    assert paths.shared_dir() == tmp_path / "user" / "attention-explorer"
+    (tmp_path / "shared").mkdir()                                                     # a shared folder beside it wins
+    assert paths.shared_dir() == tmp_path / "shared" and paths.shared_eval("x") == tmp_path / "shared" / "eval" / "x"
+    monkeypatch.setenv("ATTN_EXPLORER_SHARED", str(tmp_path / "moved"))                # and the variable wins over both
+    assert paths.shared_dir() == tmp_path / "moved"

@@ -32,4 +32,4 @@ def test_runs_and_draws_every_figure(tmp_path):
 
 
 FIGURES = {"head_map", "model_view", "head_view", "paper_figure", "contributions_map", "source_share", "next_pieces",
-           "beam_tree"}
+           "beam_tree", "why"}

@@ -7,7 +7,7 @@
     hub.py      fetching only the files a conversion reads (huggingface_hub), never a pickle; offline from its cache
     convert.py  a folder of a model's files -> our checkpoint folder, by config.json's model_type
     common.py   what the converters share: pickle refusal, tensor mapping that drops nothing, the atomic write
-    marian.py, m2m100.py (NLLB too), mbart.py, fsmt.py: one architecture each
+    marian.py, m2m100.py (NLLB too), mbart.py, fsmt.py, t5.py (mT5, Flan-T5 too): one architecture each
 """
 from .common import HFImportError
 from .convert import ARCHITECTURES, convert_folder, supported

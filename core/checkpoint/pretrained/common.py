@@ -146,6 +146,16 @@ def read_weights(hf_dir: Path) -> dict:
         raise HFImportError(f"{hf_dir}/model.safetensors could not be read: truncated or damaged ({e}).") from None
 
 
+def read_sentencepiece(path: Path):
+    """(the bytes, a SentencePieceProcessor) of a download's SentencePiece model, or HFImportError naming the file."""
+    import sentencepiece as spm
+    proto = Path(path).read_bytes()
+    try:
+        return proto, spm.SentencePieceProcessor(model_proto=proto)
+    except (RuntimeError, OSError) as e:
+        raise HFImportError(f"{Path(path).name} is not a SentencePiece model ({e}).") from None
+
+
 def guess_source(hf_dir: Path, hf: dict) -> str:
     """'facebook/wmt19-en-de' from a Hub cache path or config.json's _name_or_path, else the folder's name."""
     for part in hf_dir.resolve().parts:

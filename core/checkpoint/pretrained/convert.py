@@ -1,5 +1,5 @@
 """A downloaded Hugging Face model's folder -> our checkpoint folder: the architecture read from config.json's
-model_type, then its converter (marian.py, m2m100.py, mbart.py, fsmt.py)."""
+model_type, then its converter (marian.py, m2m100.py, mbart.py, fsmt.py, t5.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -7,15 +7,16 @@ from pathlib import Path
 
 import torch
 
-from . import fsmt, m2m100, marian, mbart
+from . import fsmt, m2m100, marian, mbart, t5
 from .common import HFImportError, convert_with, read_json
 
-ARCHITECTURES = {"marian": marian.ARCH, "m2m_100": m2m100.ARCH, "mbart": mbart.ARCH, "fsmt": fsmt.ARCH}
+ARCHITECTURES = {"marian": marian.ARCH, "m2m_100": m2m100.ARCH, "mbart": mbart.ARCH, "fsmt": fsmt.ARCH,
+                 "t5": t5.ARCH, "mt5": t5.ARCH}
 
 
 def supported() -> str:
-    """'Marian, M2M100 / NLLB, mBART-50, FSMT': the architectures, for messages."""
-    return ", ".join(a.name for a in ARCHITECTURES.values())
+    """'Marian, M2M100 / NLLB, mBART-50, FSMT, T5 / mT5 / Flan-T5': the architectures, for messages."""
+    return ", ".join(dict.fromkeys(a.name for a in ARCHITECTURES.values()))
 
 
 def architecture_of(hf: dict):

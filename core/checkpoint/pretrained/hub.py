@@ -20,7 +20,7 @@ from .convert import architecture_of
 # Every file some converter reads; a repo's others (pickles, ONNX, TensorFlow, Flax weights) are never fetched.
 WANTED = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
           "special_tokens_map.json", "sentencepiece.bpe.model", "source.spm", "target.spm", "vocab.json",
-          "vocab-src.json", "vocab-tgt.json", "merges.txt")
+          "vocab-src.json", "vocab-tgt.json", "merges.txt", "spiece.model")
 
 
 @dataclass

@@ -18,7 +18,7 @@ from core.tokenizer import Tokenizer
 from core.tokenizer_json import JsonTokenizer
 
 from .common import (Architecture, Converted, Converter, HFImportError, build_config, check_sizes, checked_eos,
-                     guess_source, optional_json, read_weights)
+                     guess_source, optional_json, read_sentencepiece, read_weights)
 from .m2m100 import check_special_ids, language_ids, take_embeddings, take_stacks
 
 # mBART-50's language codes in the order of its vocabulary (after the SentencePiece pieces)
@@ -35,12 +35,7 @@ CREDIT = ("mBART-50 by Facebook AI (Tang et al. 2020, 'Multilingual Translation 
 def spm_tokenizer(hf_dir: Path, vocab_size: int) -> Tokenizer:
     """sentencepiece.bpe.model in fairseq's order: <s> <pad> </s> <unk>, its pieces (SentencePiece's id + 1), the
     language codes, <mask>."""
-    import sentencepiece as spm
-    proto = (hf_dir / "sentencepiece.bpe.model").read_bytes()
-    try:
-        sp = spm.SentencePieceProcessor(model_proto=proto)
-    except (RuntimeError, OSError) as e:
-        raise HFImportError(f"sentencepiece.bpe.model is not a SentencePiece model ({e}).") from None
+    proto, sp = read_sentencepiece(hf_dir / "sentencepiece.bpe.model")
     n = sp.get_piece_size()
     vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, **{sp.id_to_piece(i): i + 1 for i in range(3, n)}}
     vocab.update({code: n + 1 + i for i, code in enumerate(LANGUAGES)})

@@ -2,25 +2,24 @@
 once into the explorer's cache folder so that a second open is instant and needs no network."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-import threading
+import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import platformdirs
 import torch
+from filelock import FileLock, Timeout
 
 from core.checkpoint.folder import load_checkpoint
 
 from .common import HFImportError
 from .convert import convert_folder
 from .hub import Limits, fetch, looks_like_repo_id
-
-_LOCKS: dict[str, threading.Lock] = {}      # one conversion of a model at a time in this process
-_LOCKS_GUARD = threading.Lock()
-
 
 def cache_root() -> Path:
     """The explorer's cache folder: $ATTN_EXPLORER_CACHE, else the platform's user cache folder
@@ -71,9 +70,34 @@ def is_pretrained_source(source) -> bool:
     return looks_like_repo_id(str(source))
 
 
-def _lock(key: str) -> threading.Lock:
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(key, threading.Lock())
+def lock_file(target: Path) -> Path:
+    """The lock file of one conversion's target folder, in the explorer's cache (none beside a user's folders)."""
+    digest = hashlib.sha256(str(target.resolve()).encode()).hexdigest()[:16]
+    return cache_root() / "locks" / f"{target.name[:60]}-{digest}.lock"
+
+
+@contextlib.contextmanager
+def converting(target: Path, progress: Callable | None = None):
+    """Hold the one lock on converting into `target`: an OS file lock, so that threads, processes and the replicas
+    of one server sharing the cache convert a model once (the others wait, then find it); the OS releases it when
+    its holder dies. Leftovers of a conversion killed midway are removed once the lock is ours."""
+    path = lock_file(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(path)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if progress is not None:
+            progress(0.0, "Another visitor or server is converting this model; waiting for it…")
+        lock.acquire()
+    try:
+        leftover = re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}\.tmp")   # write_checkpoint's temp folders
+        for p in target.parent.glob(".*.tmp"):
+            if leftover.fullmatch(p.name):
+                shutil.rmtree(p, ignore_errors=True)
+        yield
+    finally:
+        lock.release()
 
 
 def _share(progress: Callable | None, start: float, end: float) -> Callable | None:
@@ -97,7 +121,7 @@ def pretrained_checkpoint(source, revision: str | None = None, src_lang: str | N
     if not is_folder and not looks_like_repo_id(source):
         raise HFImportError(f"'{source}' is neither a folder on this machine nor a Hugging Face model id (owner/name, "
                             "e.g. Helsinki-NLP/opus-mt-en-de).")
-    with _lock(str(target)):
+    with converting(target, progress):
         if out is None and (target / "config.json").exists():     # converted meanwhile by another caller
             return target
         if is_folder:

@@ -89,3 +89,14 @@ def test_side_by_side_maps_and_share_bars_keep_short_labels_level():
     assert source_share_figure(many, np.full(40, 0.5), width=600).layout.xaxis.tickangle != 0
     # the bars' labels are set in the size their angle was worked out for: smaller for a longer sentence
     assert source_share_figure(many, np.full(40, 0.5)).layout.xaxis.tickfont.size == label_font(40) < label_font(2)
+
+
+def test_a_prompts_labels_are_greyed_and_the_sentences_are_not():
+    from app.figures.tokens import PROMPT_GREY
+    from core.views import mark_prompt
+    cols = mark_prompt(["▁translate", "▁to", ":", "▁a", "▁dog", "</s>"], 3)   # T5's prompt first (core.views)
+    fig = heatmap_figure(np.full((1, 6), 1 / 6, dtype=np.float32), ["▁a"], cols)
+    ticks = list(fig.layout.xaxis.ticktext)
+    assert [PROMPT_GREY in t for t in ticks] == [True, True, True, False, False, False]
+    assert "\u27e8translate\u27e9" in ticks[0] and ticks[5] == "&lt;/s&gt;"          # escaped as every label
+    assert all(PROMPT_GREY not in k for k in fig.layout.xaxis.categoryarray)         # categories stay plain

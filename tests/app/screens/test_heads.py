@@ -245,6 +245,7 @@ def test_syntax_tab_says_when_too_few_arcs_and_when_the_dev_file_is_missing(chec
     at = page(tab="Syntax")
     assert not at.exception, [e.value for e in at.exception]
     text = syntax_texts(at)
-    assert "cannot be read" in text and "does not exist" in text and "Figure 5 sentence" in text
+    assert "cannot be read" in text and "Figure 5 sentence" in text
+    assert "`python scripts/get_data.py eval` (3.8 MB)" in text and str(ud_dev.parent) not in text
     assert "heads_syn_grid" not in charts(at)
     assert "longer than the model takes" in text        # the tiny model's max_len is shorter than the paper's sentence

@@ -1,6 +1,6 @@
 """The Lesson page through app/main.py with AppTest, on the untrained model and a short lesson file: the step in the
 URL, Previous / Next, a question before the answer and the answer on Reveal, the untrained model said, teacher
-notes, and a malformed lesson file named by line. (The app's own lesson: tests/app/test_lesson.py and
+notes, and a malformed lesson file named by line. (The app's own lesson: tests/app/lesson/test_steps.py and
 tests/browser/test_lesson_browser.py.)"""
 import json
 

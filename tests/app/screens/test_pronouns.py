@@ -69,7 +69,7 @@ def test_a_set_sentence_shows_the_models_choice_and_where_it_looked(tm):
     assert m["Right for the antecedent?"] == ("yes" if P.right_for(choice.chosen, item["gender"]) else "no")
     assert m["Share of feminine forms"] == f"{choice.feminine_share:.0%}"
     charts = at.get("plotly_chart")
-    assert len(charts) == 3
+    assert len(charts) == 4                            # forms, encoder, cross-attention, what decided it
     bars = spec(charts[0])["data"]
     def form_of(x):
         return x.split("<br>")[0].replace(" ✓", "")
@@ -84,6 +84,12 @@ def test_a_set_sentence_shows_the_models_choice_and_where_it_looked(tm):
     titles = [spec(c)["layout"]["title"]["text"] for c in charts]
     assert f"from 'its', layer {layer + 1}" in titles[1] and "while writing 'ihre'" in titles[2]
     assert "Whole-sentence test" in " ".join(md.value for md in at.markdown)
+    t = choice.table                                   # the other gender's likeliest form
+    other = t[t.form.str.startswith("ihr") != choice.chosen.startswith("ihr")].sort_values("logprob").form.iloc[-1]
+    assert titles[3].startswith(f"Why '{choice.chosen}' and not '{other}'?")
+    c = tm.contrast(item["en"], choice.prefix, choice.chosen, other)          # the page's default: erasure
+    z = spec(charts[3])["data"][0]["z"]
+    assert np.ravel(values(z) if isinstance(z, dict) else z).tolist() == pytest.approx(list(c.src_scores), abs=1e-4)
 
 
 def test_own_sentence_unknown_gender_then_masculine(tm):
@@ -134,3 +140,20 @@ def test_builders_pick_the_right_rows(tm):
     choice = P.form_probabilities(tm, item["en"], item["de"])
     fig = form_figure(choice.table, "ihre", None)
     assert not any("✓" in x for trace in fig.data for x in trace.x)               # unknown gender: no ticks
+
+
+def test_what_decided_it_shows_the_head_picked(tm):
+    """The attention beside the pushes follows the head picked (the mean until then)."""
+    at = ok(page(NAME))
+    item = P.load_pronoun_set()[0]
+    choice = P.form_probabilities(tm, item["en"], item["de"], item["pronoun"])
+    t = choice.table
+    other = t[t.form.str.startswith("ihr") != choice.chosen.startswith("ihr")].sort_values("logprob").form.iloc[-1]
+    c = tm.contrast(item["en"], choice.prefix, choice.chosen, other)
+
+    def look():
+        z = spec(at.get("plotly_chart")[3])["data"][1]["z"]
+        return np.ravel(values(z) if isinstance(z, dict) else z)
+    np.testing.assert_allclose(look(), c.cross.mean((0, 1)), atol=1e-5)
+    ok(at.selectbox(key="pr_why_head").set_value((1, 2)).run())
+    np.testing.assert_allclose(look(), c.cross[1, 2], atol=1e-5)

@@ -45,6 +45,14 @@ def test_read_gold_errors(tmp_path):
         ag.read_gold(tmp_path)
 
 
+def test_missing_default_gold_names_the_command_not_a_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTN_EXPLORER_SHARED", str(tmp_path / "empty"))
+    with pytest.raises(ag.AlignmentError, match=r"not on this machine yet: `python scripts/get_data.py eval` "
+                                                r"\(3.8 MB\) fetches them \(for research use only") as e:
+        ag.read_gold()
+    assert str(tmp_path) not in str(e.value) and ag.default_gold() == tmp_path / "empty/eval/rwth-deen-alignment"
+
+
 # ---------------------------------------------------------------- gold words and the model's pieces
 
 def test_detokenize():

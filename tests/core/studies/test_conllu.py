@@ -44,9 +44,14 @@ def test_garbled_conllu_is_a_readable_error(text, problem):
     assert problem in str(e.value) and "x.conllu" in str(e.value)
 
 
-def test_read_conllu_errors(tmp_path):
-    with pytest.raises(conllu.SyntaxDataError, match="does not exist.*The default is"):
+def test_read_conllu_errors(tmp_path, monkeypatch):
+    with pytest.raises(conllu.SyntaxDataError, match="does not exist.*The default.*`python scripts/get_data.py eval`"):
         conllu.read_conllu(tmp_path / "missing.conllu")
+    monkeypatch.setenv("ATTN_EXPLORER_SHARED", str(tmp_path / "empty"))      # no data yet: the command, no folder
+    with pytest.raises(conllu.SyntaxDataError, match=r"not on this machine yet: `python scripts/get_data.py eval` "
+                                                     r"\(3.8 MB\) fetches them.$") as e:
+        conllu.read_conllu()
+    assert str(tmp_path) not in str(e.value)
     with pytest.raises(conllu.SyntaxDataError, match="is a folder"):
         conllu.read_conllu(tmp_path)
     (tmp_path / "bin.conllu").write_bytes(b"\xff\xfe\x00")

@@ -291,3 +291,10 @@ def test_evaluate_pronouns_writes_one_key_of_the_card(tmp_path, tokenizer, capsy
     assert spread["splits"] == 1000 and 0 <= spread["p05"] <= spread["mean"] <= spread["p95"] <= 1
     assert evaluate_pronouns.main([str(tmp_path / "missing")]) == 1
     assert "no checkpoint folder" in capsys.readouterr().err
+
+
+def test_the_verb_sein_is_not_the_possessive():
+    assert P.find_form("Das Gesetz wird nie perfekt sein, aber seine Anwendung") == 7
+    assert P.find_form("Er will sein") is None
+    assert P.find_form("Sein Hund will nur sein.") == 0
+    assert P.find_form("Die Bank erhöhte ihre Zinsen.") == 3

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
+import string
 
 import numpy as np
 import sentencepiece as spm
@@ -32,6 +34,13 @@ class Evil:
 
     def __reduce__(self):
         return open, (str(self.path), "w")
+
+
+def edited_copy(folder, to, name: str, **changes):
+    """A copy of a model's folder at `to` whose JSON file `name` has these keys changed: a variant to be refused."""
+    shutil.copytree(folder, to)
+    (to / name).write_text(json.dumps({**json.loads((to / name).read_text()), **changes}))
+    return to
 
 
 def english_german() -> tuple[list[str], list[str]]:
@@ -83,6 +92,17 @@ def assert_matches_transformers(tm: core.TranslationModel, hf, src: str, tgt: st
     diff = differences(tm, hf, src, tgt)
     assert diff["logits"] <= LOGITS_ATOL, diff
     assert max(diff[k] for k in ("enc_self", "dec_self", "cross")) <= MAPS_ATOL, diff
+
+
+def assert_greedy_matches_generate(tm: core.TranslationModel, hf, tok, sentences: list[str]) -> None:
+    """Our greedy output equals generate's token by token (with and without the cache), and so does its text."""
+    for s in sentences:
+        src_ids = tm.source_ids(s)
+        theirs = generate(hf, src_ids, greedy_length(tm, src_ids), tm.cfg.eos_id)
+        assert len(theirs) > 2
+        assert core.greedy_search(tm.model, torch.tensor([src_ids]))[0] == theirs
+        assert core.greedy_search(tm.model, torch.tensor([src_ids]), use_cache=False)[0] == theirs
+        assert tm.translate(s, beam=1) == tok.decode(theirs, skip_special_tokens=True)
 
 
 def assert_greedy_with_language_token(tm: core.TranslationModel, hf, tok, sentences: list[str]) -> None:
@@ -220,4 +240,69 @@ def build_mbart(folder, seed: int = 0, max_positions: int = 128):
         model.model.shared.weight[n - 53:] *= 0.01      # small language rows: the random model writes text
         model.final_logits_bias.normal_(0, 0.5)
     model.save_pretrained(folder)
+    return folder
+
+
+T5_PROMPT = "translate English to German: "
+# Three T5 variants, from transformers' own configs: the original (ReLU, tied output scaled by d_model^-0.5),
+# mT5 / T5 v1.1 (gated GELU, an untied lm_head, heads narrower than d_model / h) and Flan-T5 (as v1.1, with fewer
+# decoder layers and buckets, so that long distances share the logarithmic buckets and the last one)
+T5_VARIANTS = {
+    "t5": dict(model_type="t5", feed_forward_proj="relu", tie_word_embeddings=True, d_kv=8),
+    "mt5": dict(model_type="mt5", feed_forward_proj="gated-gelu", tie_word_embeddings=False, d_kv=6),
+    "flan-t5": dict(model_type="t5", feed_forward_proj="gated-gelu", tie_word_embeddings=False, d_kv=8,
+                    num_decoder_layers=1, relative_attention_num_buckets=8, relative_attention_max_distance=12),
+}
+
+
+T5_UNUSED = "decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.weight"
+
+
+def t5_spiece(lines, vocab_size: int = 120) -> bytes:
+    """A tiny SentencePiece model numbered as T5's spiece.model: <pad> 0, </s> 1, <unk> 2, no <s>."""
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines * 20), model_writer=buf, vocab_size=vocab_size,
+                                   pad_id=0, eos_id=1, unk_id=2, bos_id=-1, character_coverage=1.0,
+                                   hard_vocab_limit=False, minloglevel=2)
+    return buf.getvalue()
+
+
+def build_t5(folder, variant: str = "t5", seed: int = 0):
+    """A tiny random T5ForConditionalGeneration (or MT5) with a T5 spiece.model, in the Hub's format (an untied
+    lm_head stored in model.safetensors, as T5 v1.1, mT5 and Flan-T5 have it)."""
+    from safetensors.torch import load_file, save_file
+    from transformers import MT5Config, MT5ForConditionalGeneration, T5Config, T5ForConditionalGeneration
+    folder.mkdir(parents=True)
+    from core.studies.paper_figures import FIGURES     # the pages' own sentences: no <unk> in them
+    proto = t5_spiece(CORPUS + [T5_PROMPT + "the house", *(sentence for _, sentence in FIGURES.values()),
+                                string.ascii_letters + string.digits + string.punctuation])
+    (folder / "spiece.model").write_bytes(proto)
+    n = spm.SentencePieceProcessor(model_proto=proto).get_piece_size()
+    opts = dict(T5_VARIANTS[variant])
+    config_class, model_class = ((MT5Config, MT5ForConditionalGeneration) if opts.pop("model_type") == "mt5"
+                                 else (T5Config, T5ForConditionalGeneration))
+    tied = opts["tie_word_embeddings"]
+    config = config_class(vocab_size=n + 100 + 8, d_model=32, d_ff=64, num_layers=2, num_heads=4, dropout_rate=0.0,
+                          pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, **opts)
+    torch.manual_seed(seed)
+    model = randomize(model_class(config), seed)
+    with torch.no_grad():
+        for stack in (model.encoder, model.decoder):   # a strong position bias, so that a wrong bucket shows
+            stack.block[0].layer[0].SelfAttention.relative_attention_bias.weight.normal_(0, 2.0)
+        model.shared.weight[[0, 2]] *= 0.01            # the random model should not write <pad> nor <unk>
+    model.save_pretrained(folder)
+    state = load_file(folder / "model.safetensors")
+    if variant == "t5":          # as the original checkpoints: the tied copies stored too, and an unused table of
+        state[T5_UNUSED] = torch.randn(config.relative_attention_num_buckets, config.num_heads)   # the first cross
+        for alias in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight"):
+            state[alias] = state["shared.weight"].clone()
+    if not tied:                                       # transformers 5 ties in memory; the Hub's files do not
+        head = torch.randn(model.shared.weight.shape, generator=torch.Generator().manual_seed(seed + 1)) * 0.3
+        head[[0, 2]] *= 0.01
+        state["lm_head.weight"] = head.contiguous()
+        hf_config = json.loads((folder / "config.json").read_text())
+        hf_config["tie_word_embeddings"] = False
+        hf_config.pop("scale_decoder_outputs", None)   # as the Hub's configs say it: tie_word_embeddings alone
+        (folder / "config.json").write_text(json.dumps(hf_config))
+    save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
     return folder

@@ -27,8 +27,9 @@ def test_the_architecture_comes_from_config_json(tmp_path, model_type, name):
 
 
 def test_other_architectures_are_named_in_the_error(tmp_path):
-    with pytest.raises(HFImportError, match="'t5' model; the explorer reads Marian, M2M100 / NLLB, mBART-50, FSMT"):
-        import_model(folder_with(tmp_path, {"model_type": "t5"}), tmp_path / "out")
+    with pytest.raises(HFImportError, match="'pegasus' model; the explorer reads Marian, M2M100 / NLLB, mBART-50, "
+                                            "FSMT, T5 / mT5 / Flan-T5"):
+        import_model(folder_with(tmp_path, {"model_type": "pegasus"}), tmp_path / "out")
     with pytest.raises(HFImportError, match="There is no folder .* hf download"):
         import_model(tmp_path / "nowhere", tmp_path / "out")
     (tmp_path / "empty").mkdir()

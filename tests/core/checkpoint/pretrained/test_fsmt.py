@@ -19,8 +19,8 @@ import core  # noqa: E402
 from core.checkpoint.pretrained import HFImportError  # noqa: E402
 from core.checkpoint.pretrained import convert_folder as import_model  # noqa: E402
 from tests.core.checkpoint.pretrained.hf_models import (EXTRA_EN, SENTENCES, TARGET,  # noqa: E402
-                                                        assert_matches_transformers, build_fsmt, generate,
-                                                        greedy_length)
+                                                        assert_greedy_matches_generate, assert_matches_transformers,
+                                                        build_fsmt)
 
 
 def hf_tokenizers(folder):
@@ -70,12 +70,7 @@ def test_logits_and_attention_match_transformers(imported, src):
 
 def test_greedy_matches_generate(imported):
     _, hf, src_tok, _, tm = imported
-    for s in SENTENCES[:2]:
-        src_ids = tm.source_ids(s)
-        theirs = generate(hf, src_ids, greedy_length(tm, src_ids), tm.cfg.eos_id)
-        assert len(theirs) > 2
-        assert core.greedy_search(tm.model, torch.tensor([src_ids]))[0] == theirs
-        assert tm.translate(s, beam=1) == src_tok.decode(theirs, skip_special_tokens=True)
+    assert_greedy_matches_generate(tm, hf, src_tok, SENTENCES[:2])
     assert tm.translate(SENTENCES[0], beam=3)
 
 

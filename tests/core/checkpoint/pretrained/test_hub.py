@@ -56,13 +56,14 @@ def test_unknown_repo(hub):
 
 
 def test_an_unsupported_architecture_is_refused_before_its_weights_come(hub, tmp_path):
-    repo = tmp_path / "t5"
+    repo = tmp_path / "pegasus"
     repo.mkdir()
-    (repo / "config.json").write_text(json.dumps({"model_type": "t5"}))
+    (repo / "config.json").write_text(json.dumps({"model_type": "pegasus"}))
     (repo / "model.safetensors").write_bytes(b"never fetched")
-    hub.repos["google/t5-tiny"] = repo
-    with pytest.raises(HFImportError, match="'t5' model; the explorer reads Marian, M2M100 / NLLB, mBART-50, FSMT"):
-        pretrained_checkpoint("google/t5-tiny")
+    hub.repos["google/pegasus-tiny"] = repo
+    with pytest.raises(HFImportError, match="'pegasus' model; the explorer reads Marian, M2M100 / NLLB, mBART-50, "
+                                            "FSMT, T5"):
+        pretrained_checkpoint("google/pegasus-tiny")
     assert hub.fetched() == {"config.json"} and nothing_half_made()
 
 

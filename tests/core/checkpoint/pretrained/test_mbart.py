@@ -4,7 +4,6 @@ attention map, greedy output and the tokenizer's ids (from tokenizer.json, and f
 Everything is built here, offline: a tiny SentencePiece model, transformers' MBart50Tokenizer over it, and a tiny
 random model with learned positions, a LayerNorm on the embeddings and GELU.
 """
-import json
 import shutil
 import warnings
 
@@ -20,7 +19,7 @@ from core.checkpoint.pretrained import HFImportError  # noqa: E402
 from core.checkpoint.pretrained import convert_folder as import_model  # noqa: E402
 from tests.core.checkpoint.pretrained.hf_models import (SENTENCES, TARGET,  # noqa: E402
                                                         assert_greedy_with_language_token,
-                                                        assert_matches_transformers, build_mbart)
+                                                        assert_matches_transformers, build_mbart, edited_copy)
 
 EXAMPLES = SENTENCES + [TARGET, "Zebras jump: 42!", "Grüße aus München"]
 
@@ -86,10 +85,7 @@ def test_unknown_language_lists_the_models_codes(imported, tmp_path):
 
 
 def test_the_first_mbart_is_refused_with_the_reason(imported, tmp_path):
-    folder = tmp_path / "cc25"
-    shutil.copytree(imported[0], folder)
-    config = json.loads((folder / "tokenizer_config.json").read_text())
-    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "tokenizer_class": "MBartTokenizer"}))
+    folder = edited_copy(imported[0], tmp_path / "cc25", "tokenizer_config.json", tokenizer_class="MBartTokenizer")
     with pytest.raises(HFImportError, match="language code after the sentence"):
         import_model(folder, tmp_path / "out")
 

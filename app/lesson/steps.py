@@ -1,7 +1,7 @@
-"""A lesson: steps a teacher walks a class through, read from a TOML file (app/lesson.toml, or a teacher's own).
+"""A lesson: steps a teacher walks a class through, read from a TOML file (app/lesson/lesson.toml, or a teacher's own).
 
 Each step has a title, a short explanation to read aloud, a question for the class, the kind of figure the model
-draws as the answer (app.lesson_figures.FIGURES) with its options, an optional answer to say after the reveal, and
+draws as the answer (app.lesson.figures.FIGURES) with its options, an optional answer to say after the reveal, and
 teacher notes. A malformed file raises LessonError, whose message names the file and the line. No Streamlit here.
 docs/lesson.md explains the format to teachers.
 """
@@ -13,12 +13,13 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.lesson_figures import FIGURES
+from app.lesson.figures import FIGURES
+from app.lesson.polls import Poll, parse_poll
 
 LESSON = Path(__file__).parent / "lesson.toml"     # default; the env var ATTN_EXPLORER_LESSON overrides it
 TOP_KEYS = {"title", "about", "step"}
 REQUIRED = ("title", "explain", "question", "figure")
-STEP_KEYS = {"title", "explain", "question", "figure", "answer", "notes"}
+STEP_KEYS = {"title", "explain", "question", "figure", "answer", "notes", "poll", "choices", "expected"}
 NOTE_KEYS = {"say", "misconception", "deeper"}
 
 
@@ -45,6 +46,7 @@ class Step:
     answer: str = ""
     notes: Notes = field(default_factory=Notes)
     line: int = 0                                   # the line of its [[step]], for messages
+    poll: Poll = field(default_factory=Poll)        # how a class answers its question (app.lesson.polls)
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class Lesson:
 
 
 def lesson_path() -> Path:
-    """The lesson file the app shows: ATTN_EXPLORER_LESSON if set, else app/lesson.toml."""
+    """The lesson file the app shows: ATTN_EXPLORER_LESSON if set, else app/lesson/lesson.toml."""
     return Path(os.environ.get("ATTN_EXPLORER_LESSON") or LESSON)
 
 
@@ -145,5 +147,9 @@ def _step(raw: dict, number: int, source: str, lines: list[str], start: int, end
     answer = raw.get("answer", "")
     if not isinstance(answer, str):
         fail("answer", "'answer' must be a text in quotes.")
+    try:
+        poll = parse_poll(raw)
+    except ValueError as e:
+        fail(str(e).split(":")[0], str(e))
     return Step(raw["title"].strip(), raw["explain"].strip(), raw["question"].strip(), kind, options, answer.strip(),
-                Notes(**{k: v.strip() for k, v in notes.items()}), start)
+                Notes(**{k: v.strip() for k, v in notes.items()}), start, poll)

@@ -10,7 +10,7 @@ import streamlit as st
 from app.cache import load_model
 from app.checkpoints import CheckpointKey
 from app.figures.style import PRESENTER, fit_title, readable, sizes
-from app.lesson_figures import FIGURES, Answer, Before, toy_config, toy_trained
+from app.lesson.figures import FIGURES, Answer, Before, toy_config, toy_trained
 from core.studies import toy_task
 
 
@@ -110,7 +110,7 @@ def _presenter(kind: str, presenter: bool) -> bool:
 
 
 def before(key: CheckpointKey, kind: str, options: dict, presenter: bool, height: int | None = None) -> Before:
-    """What the class sees with the question of a step (app.lesson_figures)."""
+    """What the class sees with the question of a step (app.lesson.figures)."""
     return _before(key if FIGURES[kind].uses_checkpoint else None, kind, _options(options),
                    _presenter(kind, presenter), height)
 
@@ -122,7 +122,7 @@ def _before(key: CheckpointKey | None, kind: str, options: tuple, presenter: boo
 
 
 def answer(key: CheckpointKey, kind: str, options: dict, presenter: bool, height: int | None = None) -> Answer:
-    """The model's answer to a step's question (app.lesson_figures); ValueError worded for the reader."""
+    """The model's answer to a step's question (app.lesson.figures); ValueError worded for the reader."""
     return _answer(key if FIGURES[kind].uses_checkpoint else None, kind, _options(options),
                    _presenter(kind, presenter), height)
 
@@ -139,7 +139,7 @@ def _answer(key: CheckpointKey | None, kind: str, options: tuple, presenter: boo
         a = toy_trained(cfg, result)
     else:
         a = FIGURES[kind].answer(load_model(key) if key else None, dict(options))
-    return Answer(_sized(a.fig, presenter, height), a.fact)
+    return Answer(_sized(a.fig, presenter, height), a.fact, a.for_class)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)

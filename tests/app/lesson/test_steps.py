@@ -1,8 +1,8 @@
-"""app/lesson.py: the shipped lesson reads, and a malformed lesson file gets a message that names its line."""
+"""app/lesson/steps.py: the shipped lesson reads, and a malformed lesson file gets a message that names its line."""
 import pytest
 
-from app import lesson as L
-from app.lesson_figures import FIGURES
+from app.lesson import steps as L
+from app.lesson.figures import FIGURES
 from tests.helpers import FIXTURES
 
 GOOD = (FIXTURES / "lesson" / "short.toml").read_text(encoding="utf-8")

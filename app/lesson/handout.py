@@ -15,7 +15,7 @@ from datetime import date
 from app.checkpoints import UNTRAINED
 from app.figures.export import FORMATS, PNG_SCALE, figure_bytes
 from app.figures.style import readable
-from app.lesson_figures import FIGURES
+from app.lesson.figures import FIGURES
 
 STYLE = """
 body { font-family: "Source Sans Pro", "Helvetica Neue", Arial, sans-serif; max-width: 52em; margin: 2em auto;

@@ -1,4 +1,4 @@
-"""app/lesson_handout.py: the handout holds every question first, then every answer with its figure, escapes the
+"""app/lesson/handout.py: the handout holds every question first, then every answer with its figure, escapes the
 lesson's text, says when the model is untrained, and embeds real pictures."""
 import base64
 import re
@@ -8,9 +8,9 @@ import pytest
 
 from app.checkpoints import UNTRAINED
 from app.figures.export import export_problem
-from app.lesson import parse_lesson
-from app.lesson_figures import Answer, Before
-from app.lesson_handout import handout_html, image_tag, inline_markdown
+from app.lesson.steps import parse_lesson
+from app.lesson.figures import Answer, Before
+from app.lesson.handout import handout_html, image_tag, inline_markdown
 from app.text import md_escape
 from tests.helpers import FIXTURES
 

@@ -1,4 +1,4 @@
-"""app/lesson_figures.py: each lesson figure is drawn by the builder its full page calls (one builder per figure),
+"""app/lesson/figures.py: each lesson figure is drawn by the builder its full page calls (one builder per figure),
 and each answer's numbers are the model's own, on the untrained fallback model and on the shipped checkpoints."""
 import ast
 import importlib
@@ -8,10 +8,11 @@ import re
 import numpy as np
 import pytest
 
-from app import cache, lesson_figures
+from app import cache
+from app.lesson import figures as lesson_figures
 from app.checkpoints import untrained_model
-from app.lesson import LESSON, load_lesson
-from app.lesson_figures import FIGURES
+from app.lesson.steps import LESSON, load_lesson
+from app.lesson.figures import FIGURES
 from app.text import md_escape
 from core import load_checkpoint
 from core.paths import REPO
@@ -71,6 +72,10 @@ def page_builders(page: str) -> set[str]:
     for fn in cache_tree.body:
         if isinstance(fn, ast.FunctionDef) and {f"app.cache.{fn.name}", f"app.cache.{fn.name.lstrip('_')}"} & found:
             found |= _called(fn, cache_imports)
+    for name in [n for n in found if n.startswith("app.why.")]:       # a section two pages share (app/why.py)
+        why_tree = ast.parse((REPO / "app" / "why.py").read_text(encoding="utf-8"))
+        found |= {x for fn in why_tree.body if isinstance(fn, ast.FunctionDef) and f"app.why.{fn.name}" == name
+                  for x in _called(fn, _imports(why_tree))}
     return found
 
 
@@ -85,6 +90,8 @@ def test_the_check_of_builders_can_fail():
     assert "app.figures.toy.cross_grid" in page_builders("watch_it_learn.py")     # through app.cache.toy_figures
     assert "app.figures.toy.cross_grid" not in page_builders("positional_encoding.py")
     assert "app.figures.sdpa.weights_chart" not in page_builders("explorer.py")
+    assert "app.figures.contrast.contrast_figure" in page_builders("how_it_writes.py")    # through app.why
+    assert "app.figures.contrast.contrast_figure" not in page_builders("explorer.py")
 
 
 @pytest.mark.parametrize("kind", list(FIGURES))
@@ -191,3 +198,18 @@ def test_every_step_of_the_shipped_lesson_answers(folder, model, short_toy):
         f = FIGURES[step.figure]
         assert f.before(m, step.options).text, step.title
         assert f.answer(m, step.options).fig is not None, step.title
+
+
+def test_the_why_answer_is_the_models_own_contrast(model):
+    options = {**FIGURES["why"].options, "sentence": "The bank raised its interest rates.", "after": "Die Bank erhöhte"}
+    a = FIGURES["why"].answer(model, options)
+    first = model.contrast(options["sentence"], options["after"], options["form"], options["other"])
+    chosen, other = (options["form"], options["other"]) if first.log_odds >= 0 else (options["other"], options["form"])
+    c = model.contrast(options["sentence"], options["after"], chosen, other)
+    top = c.src_words[c.ranking()[0]]
+    assert f"**{md_escape(top)}** pushed most towards '{chosen}' ({c.src_scores.max():+.2f}" in a.fact
+    np.testing.assert_allclose(np.asarray(a.fig.data[0].z, dtype=float)[0], c.src_scores, atol=1e-9)
+    assert a.for_class["words"] == c.src_words and max(a.for_class["weights"]) in (0.0, 1.0)
+    assert md_escape(c.src_words[int(c.cross.mean((0, 1)).argmax())]) in FIGURES["why"].before(model, options).text
+    with pytest.raises(ValueError, match="method: one of"):
+        FIGURES["why"].answer(model, {**options, "method": "lime"})

@@ -1,11 +1,11 @@
-"""app/lesson_cache.py's fitting of a figure beside the lesson's text: at most the height given, titles and subplot
+"""app/lesson/cache.py's fitting of a figure beside the lesson's text: at most the height given, titles and subplot
 titles wrapped to the column's width, presenter text except for a grid of small maps."""
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from app import lesson_cache
+from app.lesson import cache as lesson_cache
 from app.figures.style import PRESENTER, install
-from app.lesson_figures import FIGURES
+from app.lesson.figures import FIGURES
 
 
 def test_a_tall_figure_is_made_shorter_and_its_long_title_wraps_at_its_colon():

@@ -1,8 +1,8 @@
-"""The figures of the lesson (app/lesson.toml): for each kind, what the class sees with the question and the answer
-the model draws on "Reveal", built by the same builder as the full page that shows it.
+"""The figures of the lesson (app/lesson/lesson.toml): for each kind, what the class sees with the question and the
+answer the model draws on "Reveal", built by the same builder as the full page that shows it.
 
 Pure: a TranslationModel and a step's options in, figures and sentences out; no Streamlit (the page caches these
-through app.lesson_cache, scripts/export_lesson.py calls them directly). Builders are called through their modules
+through app.lesson.cache, scripts/export_lesson.py calls them directly). Builders are called through their modules
 (`sdpa.matrix_figure`, not a name imported from it), so that tests can check which builder drew each figure.
 Layers and heads are said counting from 1, as on every page.
 """
@@ -16,10 +16,12 @@ import numpy as np
 from app.demo import default_sentence
 from app.figures import alignment as alignment_figs
 from app.figures import attention, decoding, paper, positional, pronouns, sdpa, toy
+from app.figures import contrast as contrast_figs
 from app.text import md_escape
 from core.studies import alignment as al
 from core.studies import analysis
 from core.studies import paper_figures as pf
+from core.tokenizer import bare_word
 from core.studies import pronouns as P
 from core.studies import toy_task
 
@@ -33,9 +35,12 @@ class Before:
 
 @dataclass
 class Answer:
-    """What "Reveal" shows: the model's figure, and what it did in numbers (Markdown)."""
+    """What "Reveal" shows: the model's figure, what it did in numbers (Markdown), and the model's side of a class's
+    poll (app.figures.classroom draws the class beside it): {"words", "weights", "head"} for a word to tap,
+    {"labels", "probs"} for the next word, {"choice"} for a choice."""
     fig: object
     fact: str
+    for_class: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -170,6 +175,9 @@ def positional_answer(model, options) -> Answer:
     if max(a, b) + k >= len(pe):
         raise ValueError(f"positions {a} and {b} plus {k} must be below {len(pe)} (the option 'positions')")
     learned = ("" if model.cfg.positions == "sinusoidal" else
+               " (This checkpoint, like T5, adds no position vectors and does not divide by √d_k: each head adds a "
+               "learned bias of the distance to its scores, drawn on the Positional encoding page; shown is the "
+               "paper's table.)" if model.cfg.positions == "relative" else
                f" (This checkpoint learns its positions ({model.cfg.positions}); shown is the paper's table.)")
     return Answer(positional.dot_heatmap(pe),
                   f"PE({a})·PE({a + k}) = {pe[a] @ pe[a + k]:.2f} and PE({b})·PE({b + k}) = {pe[b] @ pe[b + k]:.2f}: "
@@ -223,7 +231,11 @@ def paper_answer(number: int):
                 + ("that counts as a link." if found.linked else f"not a link (that needs {found.threshold:.2f})."))
         if number == 4:
             fact += f" On 'application', the next word: {best['→ application']:.2f}."
-        return Answer(fig, fact)
+        layer, head = int(best.layer), int(best["head"])
+        row = view.maps[layer][head][pf.find_words(view.rows, found.focus)[0]]     # (S,) over the words
+        words = [(w, float(x)) for w, x in zip(view.cols, row) if w not in pf.SPECIALS and bare_word(w)]
+        return Answer(fig, fact, {"words": [w for w, _ in words], "weights": [x for _, x in words],
+                                  "head": f"layer {layer + 1}, head {head + 1}"})
     return answer
 
 
@@ -256,7 +268,7 @@ def pronoun_answer(model, options) -> Answer:
     right = P.right_for(choice.chosen, item["gender"])
     return Answer(fig, f"The model's choice: **{choice.chosen}**, {'right' if right else 'wrong'} for "
                        f"*{item['antecedent_de']}*; the feminine forms (ihr-) get {choice.feminine_share:.0%} of the "
-                       "probability.")
+                       "probability.", {"choice": choice.chosen})
 
 
 # ---- which word comes next, and greedy or beam search (the "How it writes" page) ----
@@ -286,8 +298,11 @@ def next_word_answer(model, options) -> Answer:
     best = [f"**{md_escape(decoding.piece_label(p))}** {c.prob:.0%}" if i == 0 else
             f"{md_escape(decoding.piece_label(p))} {c.prob:.0%}"
             for i, (p, c) in enumerate(zip(tr.pieces([c.token for c in h.candidates[:4]]), h.candidates[:4]))]
+    top = h.candidates[:8]
+    labels = [decoding.piece_label(p) for p in tr.pieces([c.token for c in top])]
     return Answer(fig, f"The model's probabilities for the next piece: {', '.join(best)}; every other piece "
-                       f"together {h.other:.0%}. Greedy decoding writes the first.")
+                       f"together {h.other:.0%}. Greedy decoding writes the first.",
+                  {"labels": labels, "probs": [float(c.prob) for c in top]})
 
 
 def _first_difference(greedy: list, beam: list) -> int:
@@ -325,6 +340,46 @@ def greedy_beam_answer(model, options) -> Answer:
     return Answer(fig, fact)
 
 
+# ---- what decided the model's word (How it writes' and Which pronoun?'s "why this and not that?") ----
+
+def _why(model, options):
+    """(the contrast, the mean attention row over the source words) of the `sentence` (the paper's Figure 4 one) at
+    the step after the German words `after`: the model's likelier of `form` and `other` against the other one,
+    explained by `method` (core.attribution.METHODS)."""
+    sentence = options.get("sentence") or pf.FIGURES[4][1]
+    if options["method"] not in contrast_figs.METHOD_LABELS:
+        raise ValueError(f"method: one of {', '.join(contrast_figs.METHOD_LABELS)}, not {options['method']!r}")
+    first, second = options["form"], options["other"]
+    c = model.contrast(sentence, options["after"], first, second, method="erasure")
+    if c.log_odds < 0:                                                  # the model prefers the second form
+        first, second = second, first
+    c = model.contrast(sentence, options["after"], first, second, method=options["method"])
+    return c, c.cross.mean((0, 1))
+
+
+def why_before(model, options) -> Before:
+    c, look = _why(model, options)
+    at = int(np.argmax(look))
+    return Before(f"**English:** {md_escape(c.src)}  \n*{md_escape(c.prefix)}* → **{md_escape(c.chosen)}** (not "
+                  f"*{md_escape(c.other)}*); attention looks most at **{md_escape(c.src_words[at])}** "
+                  f"({look[at]:.2f}).")
+
+
+def why_answer(model, options) -> Answer:
+    c, look = _why(model, options)
+    method = contrast_figs.METHOD_LABELS[options["method"]]
+    fig = contrast_figs.contrast_figure(c.src_words, c.src_scores, look, c.chosen, c.other, options["method"],
+                                        "where it looked (attention)", title=f"Why '{c.chosen}', not '{c.other}'?",
+                                        numbers=False)
+    top, at = c.ranking()[0], int(np.argmax(look))
+    push = np.clip(c.src_scores, 0, None)
+    weights = (push / push.max() if push.max() > 0 else push).tolist()
+    return Answer(fig, f"Attention looks most at **{md_escape(c.src_words[at])}** ({look[at]:.2f}); "
+                       f"{method} says **{md_escape(c.src_words[top])}** pushed most towards '{md_escape(c.chosen)}' "
+                       f"({c.src_scores[top]:+.2f} of a log-odds of {c.log_odds:+.2f}).",
+                  {"words": list(c.src_words), "weights": weights, "head": method})
+
+
 # ---- a tiny Transformer learns to reverse digits (the "Watch it learn" page) ----
 
 def toy_config(options) -> toy_task.ToyConfig:
@@ -341,7 +396,7 @@ def toy_before(model, options) -> Before:
 
 
 def toy_trained(cfg: toy_task.ToyConfig, result: toy_task.ToyResult) -> Answer:
-    """The answer from a finished run of cfg (the app trains it in the background: app.lesson_cache.toy_run)."""
+    """The answer from a finished run of cfg (the app trains it in the background: app.lesson.cache.toy_run)."""
     last = result.snapshots[-1]
     fig = toy.cross_grid(last.cross, cfg.task, cfg.example, last.hits,
                          f"After {result.steps} training steps: where each step looks")
@@ -387,6 +442,11 @@ FIGURES = {
     "next_word": LessonFigure("how_it_writes.py", "app.figures.decoding.candidates_figure",
                               "the model's probability of each next piece, at one step of its translation",
                               next_word_before, next_word_answer, {"sentence": None, "after": None}),
+    "why": LessonFigure("how_it_writes.py", "app.figures.contrast.contrast_figure",
+                        "what each English word pushed towards the model's word or another, beside where it looked",
+                        why_before, why_answer,
+                        {"sentence": None, "after": "Das Gesetz wird niemals perfekt sein, aber", "form": "seine",
+                         "other": "ihre", "method": "erasure"}),
     "greedy_or_beam": LessonFigure("how_it_writes.py", "app.figures.decoding.beam_tree_figure",
                                    "greedy decoding and beam search side by side, the beam as a tree",
                                    greedy_beam_before, greedy_beam_answer, {"sentence": None, "beam": 4}),
