@@ -4,7 +4,8 @@ from core.paths import REPO, from_portable, portable
 
 
 def test_paths_in_the_project_or_the_shared_folder_are_relative_and_others_absolute(tmp_path, monkeypatch):
-    monkeypatch.delenv("ATTN_EXPLORER_SHARED", raising=False)
+    # as on a machine with ../shared beside the project (a fresh clone has none: its data folder is the user's)
+    monkeypatch.setenv("ATTN_EXPLORER_SHARED", str(REPO.parent / "shared"))
     assert portable(REPO / "data" / "wmt-en-de") == "data/wmt-en-de"
     assert portable(REPO.parent / "shared" / "data" / "x") == "../shared/data/x"
     # a neighbour of the project that is not the shared folder (a pytest folder beside a clone in /tmp) stays
