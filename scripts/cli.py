@@ -69,6 +69,11 @@ def set_threads(threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
+def cell(value, width: int, fmt: str = ".3f") -> str:
+    """A number right-aligned in a text table's column, 'n/a' where there is none."""
+    return f"{'n/a':>{width}}" if value is None else f"{value:>{width}{fmt}}"
+
+
 def command(parse_args, run, describe, errors: tuple) -> Callable:
     """The main() of an evaluation command: parse, run, print describe(result); one of `errors` becomes
     "error: ..." on stderr and exit status 1 (they are worded for the user), not a traceback."""

@@ -46,10 +46,8 @@ def describe(r: dict) -> str:
              f"best head: layer {head.get('layer')}, head {head.get('head')} (chosen on these cases)",
              f"{'ranker':<12} {'top':>3} {'flipped':>8} {'mean fall':>10} {'± s.e.':>8}"]
     for x in r["table"]:
-        def num(v, w, f=".3f"):
-            return f"{'n/a':>{w}}" if v is None else f"{v:>{w}{f}}"
-        lines.append(f"{x['ranker']:<12} {x['top']:>3} {num(x['flipped'], 8, '.1%')} {num(x['mean_fall'], 10)} "
-                     f"{num(x['stderr'], 8)}")
+        lines.append(f"{x['ranker']:<12} {x['top']:>3} {cli.cell(x['flipped'], 8, '.1%')} "
+                     f"{cli.cell(x['mean_fall'], 10)} {cli.cell(x['stderr'], 8)}")
     lines.append(f"most faithful (top 1, erasure and random aside): {r['most_faithful']}; seconds per case: "
                  + ", ".join(f"{m} {s}" for m, s in r["seconds_per_case"].items()))
     return "\n".join(lines)

@@ -74,10 +74,8 @@ def describe(r: dict) -> str:
              "(nats, higher = more faithful):",
              f"{'method':<10} {'mean drop':>10} {'± s.e.':>8} {'median':>8} {'P>1/2 lost':>11}"]
     for x in r["table"]:
-        def num(v, w):
-            return f"{'n/a':>{w}}" if v is None else f"{v:>{w}.3f}"
-        lines.append(f"{x['method']:<10} {num(x['mean_drop'], 10)} {num(x['stderr'], 8)} {num(x['median_drop'], 8)} "
-                     f"{num(x['flipped'], 11)}")
+        lines.append(f"{x['method']:<10} {cli.cell(x['mean_drop'], 10)} {cli.cell(x['stderr'], 8)} "
+                     f"{cli.cell(x['median_drop'], 8)} {cli.cell(x['flipped'], 11)}")
     lines.append(f"most faithful: {r['most_faithful']}")
     return "\n".join(lines)
 

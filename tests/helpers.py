@@ -157,3 +157,11 @@ def assert_same_run(ref: Path, other: Path, from_step: int, last_step: int):
     assert wa.keys() == wb.keys()
     for k in wa:
         torch.testing.assert_close(wb[k], wa[k], atol=1e-6, rtol=0, msg=k)
+
+
+def stopping_checkpoint_root(tmp_path_factory, tokenizer, name: str, eos_bias: float):
+    """A checkpoints folder holding one stopping_model, <root>/<name>, as a page test's ATTN_EXPLORER_CHECKPOINTS."""
+    root = tmp_path_factory.mktemp("checkpoints")
+    core.save_checkpoint(root / name, stopping_model(len(tokenizer), eos_bias=eos_bias), tokenizer,
+                         {"name": name, "trained_here": True})
+    return root

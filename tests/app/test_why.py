@@ -7,11 +7,10 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import core
 from core.attribution import METHODS
 from core.paths import REPO
 from core.studies.contrast_faithfulness import RESULT_FILE
-from tests.helpers import stopping_model
+from tests.helpers import stopping_checkpoint_root
 
 PAGE = REPO / "app" / "screens" / "how_it_writes.py"
 NAME = "tiny-why"
@@ -19,10 +18,7 @@ NAME = "tiny-why"
 
 @pytest.fixture(scope="module")
 def tiny_root(tmp_path_factory, tokenizer):
-    root = tmp_path_factory.mktemp("checkpoints")
-    core.save_checkpoint(root / NAME, stopping_model(len(tokenizer), eos_bias=2.0), tokenizer,
-                         {"name": NAME, "trained_here": True})
-    return root
+    return stopping_checkpoint_root(tmp_path_factory, tokenizer, NAME, eos_bias=2.0)
 
 
 def page(tiny_root, monkeypatch) -> AppTest:

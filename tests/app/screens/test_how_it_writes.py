@@ -6,7 +6,7 @@ from streamlit.testing.v1 import AppTest
 import core
 import core.decoding_trace
 from core.paths import REPO
-from tests.helpers import stopping_model
+from tests.helpers import stopping_checkpoint_root
 
 PAGE = REPO / "app" / "screens" / "how_it_writes.py"
 NAME = "tiny-writes"
@@ -16,10 +16,7 @@ TIMEOUT = 180                       # the machine's cores are shared
 @pytest.fixture(scope="module")
 def tiny_root(tmp_path_factory, tokenizer):
     """checkpoints/tiny-writes: a random tiny model whose translations end after a few pieces."""
-    root = tmp_path_factory.mktemp("checkpoints")
-    core.save_checkpoint(root / NAME, stopping_model(len(tokenizer), eos_bias=2.0), tokenizer,
-                         {"name": NAME, "trained_here": True})
-    return root
+    return stopping_checkpoint_root(tmp_path_factory, tokenizer, NAME, eos_bias=2.0)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 import core
 from app.figures.pronouns import encoder_rows, form_figure, writing_rows
-from tests.helpers import stopping_model
+from tests.helpers import stopping_checkpoint_root
 from core.studies import paper_figures as pf
 from core.studies import pronouns as P
 from core.paths import REPO
@@ -21,10 +21,7 @@ TIMEOUT = 180                       # the machine's cores are shared with a trai
 @pytest.fixture(scope="module")
 def tiny_root(tmp_path_factory, tokenizer):
     """checkpoints/tiny-pronouns: a random tiny model whose own translations stop after a few pieces."""
-    root = tmp_path_factory.mktemp("checkpoints")
-    core.save_checkpoint(root / NAME, stopping_model(len(tokenizer), eos_bias=3.0), tokenizer,
-                         {"name": NAME, "trained_here": True})
-    return root
+    return stopping_checkpoint_root(tmp_path_factory, tokenizer, NAME, eos_bias=3.0)
 
 
 @pytest.fixture
