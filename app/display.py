@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app.file_button import file_button
 from app.figures.export import DOWNLOADS, export_problem, figure_spec, is_plotly, render
 from app.figures.style import readable
 from app.sidebar import presenter_mode
@@ -30,9 +31,8 @@ def show_figure(fig, name: str, key: str | None = None, styled: bool = False, **
 
 def download_menu(fig, name: str, key: str | None = None) -> None:
     """A small popover with PNG, SVG and HTML buttons (HTML: interactive, Plotly's JavaScript inside, so it opens
-    offline). The file is drawn only when a button is clicked (kaleido needs seconds a figure), on Streamlit's
-    download thread, and cached by the figure's JSON. Without a key, Streamlit tells the buttons apart by their file
-    names."""
+    offline). The file is drawn only when a button is clicked (kaleido needs seconds a figure), then saved with a
+    second click (app.file_button says why). Without a key, the buttons are told apart by the figure's name."""
     plotly = is_plotly(fig)
     sub = (lambda part: f"download:{key}{part}") if key else (lambda part: None)
     with st.popover("⬇ PNG / SVG / HTML", key=sub(""),
@@ -46,10 +46,10 @@ def download_menu(fig, name: str, key: str | None = None) -> None:
             return
         cols = st.columns(len(offered))
         for col, (fmt, mime) in zip(cols, offered.items()):
-            col.download_button(fmt.upper(), data=lambda fmt=fmt: render(figure_spec(fig), fmt, plotly),
-                                file_name=f"{name}.{fmt}", mime=mime, key=sub(f":{fmt}"),
-                                on_click="ignore")
-        st.caption("Drawing the file takes a few seconds after the click.")
+            with col:
+                file_button(fmt.upper(), lambda fmt=fmt: render(figure_spec(fig), fmt, plotly), f"{name}.{fmt}",
+                            mime, key=f"download:{key or name}:{fmt}", making="Drawing…", save_label=f"Save {fmt}")
+        st.caption("A click draws the file (a few seconds); a second click saves it.")
 
 
 def clicked_numbers(event, n: int) -> list | None:

@@ -6,7 +6,6 @@ except the student's own seat token in their address bar).
 """
 from __future__ import annotations
 
-import functools
 import io
 import json
 import time
@@ -274,10 +273,24 @@ def _end() -> None:
     _teacher_action(store().end)
 
 
-def _csv(key: str) -> bytes:
-    """The answers as CSV, made when the teacher clicks (outside the session's run: the secret comes with it)."""
-    questions = {i: s.question for i, s in enumerate(_lesson().steps, 1)}
-    return store().answers_csv(key, questions).encode("utf-8")
+def _csv_button(code: str, key: str, widget: str = "class_csv") -> None:
+    """The answers as CSV, made in this run: a download made when clicked (Streamlit's callable data) is a file no
+    run refers to, and two script runs of any session (a class of followers makes several a second) delete it before
+    the browser fetches it."""
+    try:
+        questions = {i: s.question for i, s in enumerate(_lesson().steps, 1)}
+        data = store().answers_csv(key, questions).encode("utf-8")
+    except (NotTeacher, ClassStoreError) as e:
+        st.caption(f"Answers (CSV) unavailable: {e}")
+        return
+    st.download_button("Answers (CSV)", data=data, file_name=f"class_{code}.csv", mime="text/csv",
+                       icon=":material/download:", on_click="ignore", key=widget)
+
+
+@st.fragment(run_every=LIVE_SECONDS)
+def _live_csv_button(code: str, key: str) -> None:
+    """The CSV button of a class in session, remade every few seconds with the answers sent since."""
+    _csv_button(code, key)
 
 
 def sidebar_panel(page: str) -> None:
@@ -326,8 +339,7 @@ def _start_or_join() -> None:
 def _teacher_box(state: ClassState, page: str) -> None:
     if state.ended:
         st.markdown(f"Class **{state.code}** has ended.")
-        st.download_button("Answers (CSV)", data=functools.partial(_csv, secret()), file_name=f"class_{state.code}.csv",
-                           mime="text/csv", icon=":material/download:", on_click="ignore", key="class_csv_end")
+        _csv_button(state.code, secret(), "class_csv_end")     # the answers are final: made once
         st.button("Close", key="class_close", on_click=_leave)
         return
     try:
@@ -355,8 +367,7 @@ def _teacher_box(state: ClassState, page: str) -> None:
     if state.view:
         st.button("Bring the class back to the lesson", key="class_unpush", width="stretch",
                   on_click=_teacher_action, args=(store().push_view, None))
-    st.download_button("Answers (CSV)", data=functools.partial(_csv, secret()), file_name=f"class_{state.code}.csv",
-                       mime="text/csv", icon=":material/download:", on_click="ignore", key="class_csv")
+    _live_csv_button(state.code, secret())
     st.button("End the class", icon=":material/stop_circle:", key="class_end", on_click=_end,
               help=f"Students are told; answers are kept {cs.retention_days():g} days for the CSV, then deleted.")
 

@@ -14,6 +14,7 @@ from app import cache, url_state
 from app import weights as show_weights
 from app.demo import default_sentence, examples
 from app.display import clicked_numbers, show_figure
+from app.file_button import file_button
 from app.figures.report import sentence_report
 from app.figures.style import PRESENTER
 from app.figures.training import describe_model
@@ -230,14 +231,15 @@ def head_view(v, c: dict, n_heads: int) -> None:
 
 
 def report_button(res, name: str, model, words: bool) -> None:
-    """Every map of this sentence in one HTML file that opens offline (app.figures.report), made on the click."""
-    st.download_button("Every map of this sentence (HTML)", icon=":material/download:", on_click="ignore",
-                       data=lambda: sentence_report(res, name, describe_model(model.card, model.cfg), words=words),
-                       file_name=f"attention_{url_state.slug(' '.join(res.src.split()[:6]))[:50]}.html",
-                       mime="text/html", key="report_html",
-                       help="One file (about 5 MB) with each kind of attention, layer and head, switchable, the "
-                            "translation and the checkpoint: it opens in a browser with no network and no Python, "
-                            "to keep or to send.")
+    """Every map of this sentence in one HTML file that opens offline (app.figures.report): a click
+    makes it, a second saves it."""
+    file_button("Every map of this sentence (HTML)", icon=":material/description:", key="report_html",
+                make=lambda: sentence_report(res, name, describe_model(model.card, model.cfg), words=words),
+                file_name=f"attention_{url_state.slug(' '.join(res.src.split()[:6]))[:50]}.html",
+                mime="text/html", making="Writing every map of this sentence…",
+                help="One file (about 5 MB) with each kind of attention, layer and head, switchable, the "
+                     "translation and the checkpoint: it opens in a browser with no network and no Python, "
+                     "to keep or to send. A click makes it; a second click saves it.")
 
 
 ckpt, model = cache.model_or_stop()

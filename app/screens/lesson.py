@@ -14,6 +14,7 @@ from app.lesson import cache as lesson_cache
 from app.lesson import class_step
 from app.checkpoints import UNTRAINED
 from app.display import show_figure
+from app.file_button import file_button
 from app.lesson.steps import LessonError, lesson_path, load_lesson, parse_lesson
 from app.lesson.figures import FIGURES, toy_config
 from app.lesson.handout import handout_html
@@ -95,11 +96,12 @@ def lesson_menu(lesson, n: int, key) -> None:
         st.markdown(f"**{md_escape(lesson.title)}**  \n{md_escape(lesson.about)}")
         for i, s in enumerate(lesson.steps, 1):
             st.button(f"{i}. {s.title}", key=f"lesson_jump_{i}", on_click=go_to, args=(i,), type="tertiary")
-        st.download_button("Handout: every question and answer (HTML)", icon=":material/download:",
-                           data=lambda: handout_html(lesson, key.name, handout_answers(lesson, key)),
-                           file_name="lesson_handout.html", mime="text/html", on_click="ignore",
-                           help="One file with each step's question, the model's figure and its answer, to print or "
-                                "share. Drawing the figures takes a minute.")
+        file_button("Handout: every question and answer (HTML)", icon=":material/description:",
+                    make=lambda: handout_html(lesson, key.name, handout_answers(lesson, key)),
+                    file_name="lesson_handout.html", mime="text/html", key="lesson_handout",
+                    making="Drawing every step's figure (about a minute)…",
+                    help="One file with each step's question, the model's figure and its answer, to print or "
+                         "share. Drawing the figures takes a minute; then a second click saves it.")
         st.file_uploader("Your own lesson file (.toml)", type=["toml"], key="lesson_upload", on_change=upload,
                          help="Written as app/lesson/lesson.toml is (docs/lesson.md explains it); used in this "
                               "browser tab.")

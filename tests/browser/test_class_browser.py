@@ -95,6 +95,19 @@ def back_at_the_lesson(student):
         student.get_by_text("3. Why divide by").wait_for(timeout=30_000)
 
 
+def in_class(student, code, who, server):
+    """Waits for a student to be in the class; a failure says which student, what their sidebar said, and the
+    server's log, and keeps a screenshot."""
+    try:
+        student.get_by_text(f"You are in class {code}").first.wait_for(state="attached", timeout=60_000)
+    except sync_api.TimeoutError:
+        shot(student, "not_in_class")
+        bar = student.get_by_test_id("stSidebar").inner_text() if student.get_by_test_id("stSidebar").count() else ""
+        log = (server.folder / "streamlit.log").read_text()[-3000:]
+        pytest.fail(f"{who} was not in class {code} after 60 s; address {student.url}; sidebar:\n{bar}\n"
+                    f"server log:\n{log}")
+
+
 def tab(browser, width=1280, height=720):
     context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=width < 500,
                                   has_touch=width < 500)
@@ -150,9 +163,9 @@ def test_a_teacher_and_three_students_run_a_class_through_a_server_kill(server):
         bar = typed.get_by_test_id("stSidebar")
         bar.get_by_text("Class", exact=True).click()
         bar.get_by_label("Class code").fill(code.lower())
-        bar.get_by_role("button", name="Join").click()
-        for s in students:
-            s.get_by_text(f"You are in class {code}").first.wait_for(state="attached")
+        bar.get_by_label("Class code").press("Enter")    # a click on Join can miss: the sidebar scrolls back after fill
+        for i, s in enumerate(students):
+            in_class(s, code, f"student {i} ({['link', 'typed the code', 'phone, QR code'][i]})", server)
             s.get_by_text("2. Attention is a weighted average").wait_for()      # the teacher's step
             assert control.split("teach=")[1] not in s.content()              # the secret never reaches them
 

@@ -94,8 +94,9 @@ def test_every_step_fits_a_projector_and_reveals_the_models_answer(app_url):
             assert heading(page) == f"4. {STEPS[3].title}"
 
             page.locator('[data-testid="stMain"] [data-testid="stPopover"] button').first.click()   # "4 / 9"
-            with page.expect_download() as download:
-                page.get_by_role("button", name="Handout: every question and answer (HTML)").click()
+            page.get_by_role("button", name="Handout: every question and answer (HTML)").click()
+            with page.expect_download() as download:                 # made in a rerun: the popover stays open
+                page.get_by_role("button", name="Save lesson_handout.html").click(timeout=180_000)
             path = folder / "handout.html"
             download.value.save_as(path)
             handout = path.read_text(encoding="utf-8")

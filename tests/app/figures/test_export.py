@@ -54,10 +54,17 @@ def test_every_figure_gets_png_svg_and_html_buttons():
     assert not at.exception
     if export.export_problem(True) or export.export_problem(False):
         pytest.skip("an exporter is missing on this machine")
-    buttons = at.get("download_button")
-    assert {b.key for b in buttons} == {f"download:{name}:{fmt}" for name in ("bars", "chart")
-                                        for fmt in ("png", "svg", "html")} | {None}
-    assert len(buttons) == 12
+    assert {b.key for b in at.button} == {f"download:{name}:{fmt}" for name in ("bars", "chart", "no_key_1", "no_key_2")
+                                          for fmt in ("png", "svg", "html")}
+    assert not at.get("download_button")                  # nothing is drawn before a click
+
+
+def test_a_click_on_html_makes_the_file_and_offers_it_in_the_buttons_place():
+    at = AppTest.from_function(_page).run()
+    at.button(key="download:bars:html").click().run()
+    assert not at.exception
+    (save,) = at.get("download_button")
+    assert save.proto.label == "Save html" and "download:bars:html" not in {b.key for b in at.button}
 
 
 def test_a_missing_exporter_gives_a_readable_message_and_keeps_plotlys_html(monkeypatch):
@@ -66,7 +73,7 @@ def test_a_missing_exporter_gives_a_readable_message_and_keeps_plotlys_html(monk
     at = AppTest.from_function(_page).run()
     assert not at.exception
     assert [i.value for i in at.info] == ["Saving figures needs kaleido."] * 4
-    assert {b.key for b in at.get("download_button")} == {"download:bars:html", None}     # the 3 Plotly figures'
+    assert {b.key for b in at.button} == {f"download:{n}:html" for n in ("bars", "no_key_1", "no_key_2")}  # Plotly's
 
 
 def test_a_figure_as_html_carries_its_javascript():

@@ -91,7 +91,8 @@ def test_scored_card_shows_the_grid_and_starts_on_the_chosen_head(env):
     s = card["selected"]
     assert (at.session_state["al_layer"], at.session_state["al_head"], at.session_state["al_shift"]) == \
         (s["layer"], s["head"], s["shift"])
-    assert not at.button and any(t.startswith("AER of every head on 4 pairs") for t in charts(at))
+    assert all(b.key.startswith("download:") for b in at.button)          # only the figures' downloads: no "score"
+    assert any(t.startswith("AER of every head on 4 pairs") for t in charts(at))
 
 
 def test_own_sentence_without_gold(env, tmp_path, monkeypatch):
