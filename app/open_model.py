@@ -15,7 +15,7 @@ import streamlit as st
 
 from app.checkpoints import hub_allowed, hub_limits, hub_refusal
 from core.checkpoint.pretrained import HFImportError, pretrained_checkpoint
-from core.checkpoint.pretrained.hub import looks_like_repo_id
+from core.checkpoint.pretrained.hub import hub_id, looks_like_repo_id
 
 OPENED = "_opened_checkpoint"     # session state: a model just opened, to be picked in the sidebar on the rerun
 EXAMPLE = "Helsinki-NLP/opus-mt-en-de"
@@ -93,7 +93,7 @@ def open_model_form() -> None:
                                     "de, mBART-50 de_DE; T5's prompt: de or German). Empty: German.")
         if not st.button("Open", key="hub_open"):
             return
-        model_id = model_id.strip()
+        model_id = hub_id(model_id)                 # 't5-small' is google-t5/t5-small
         if not looks_like_repo_id(model_id):
             st.error(f"'{model_id}' is not a Hugging Face model id: it is owner/name, e.g. {EXAMPLE}.")
             return

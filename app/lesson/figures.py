@@ -155,7 +155,11 @@ def scaling_answer(model, options) -> Answer:
     return Answer(sdpa.weights_chart(scaled, unscaled, d_k),
                   f"This query's largest weight: {scaled.max():.2f} scaled, **{unscaled.max():.2f} unscaled**. Over "
                   f"200 random queries: {table[sdpa.SCALED]:.2f} and {table[sdpa.UNSCALED]:.2f}. Without the "
-                  "division the softmax picks one key and its gradients vanish.")
+                  "division the softmax picks one key and its gradients vanish."
+                  + ("" if model.cfg.scale_scores else
+                     " (This checkpoint, like T5, does not divide by √d_k: its query weights started √d_k times "
+                     "smaller, which does the division's work when training begins; training then set the scores' "
+                     "size.)"))
 
 
 # ---- positional encoding (the "Positional encoding" page) ----
@@ -422,7 +426,7 @@ FIGURES = {
                                     {"query": 1}, depends="nothing"),
     "scaling": LessonFigure("scaled_attention.py", "app.figures.sdpa.weights_chart",
                             "one random query's weights, with and without ÷ √d_k", scaling_before, scaling_answer,
-                            {"d_k": 64, "seed": 0}, depends="nothing"),
+                            {"d_k": 64, "seed": 0}, depends="config"),      # config: T5 does not divide
     "positional": LessonFigure("positional_encoding.py", "app.figures.positional.dot_heatmap",
                                "the dot products of every two positions' encodings", positional_before,
                                positional_answer, {"positions": 100, "first": 10, "second": 50, "distance": 10},

@@ -48,7 +48,7 @@ def test_erasure_is_two_score_calls_per_word(tm):
 
 
 def test_integrated_gradients_are_complete(tm):
-    """sum of the scores = log-odds(input) - log-odds(baseline), within 2% of
+    """sum of the scores = log-odds(input) - log-odds(baseline), within 0.5% of
     that difference + 0.001 nats at 256 Gauss-Legendre points (the path has kinks: ReLUs, peaked softmaxes; the
     default 64 points miss by a few percent); the baseline really is the zero-embedding input."""
     c = tm.contrast(SRC, PREFIX, CHOSEN, OTHER, method="integrated", steps=256)

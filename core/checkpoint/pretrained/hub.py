@@ -54,6 +54,17 @@ def hub_cache() -> Path:
     return Path(home) / "hub"
 
 
+# Ids from before the Hub had owners, which the Hub still answers by redirecting: those of a family we open. Their
+# owner's form is what the caches are keyed by, so 't5-small' and 'google-t5/t5-small' are one download.
+OWNERLESS = {name: f"google-t5/{name}" for name in ("t5-small", "t5-base", "t5-large", "t5-3b", "t5-11b")}
+
+
+def hub_id(text: str) -> str:
+    """The Hub id a user means: 't5-small' -> 'google-t5/t5-small' (OWNERLESS); any other text as it is."""
+    text = str(text).strip()
+    return OWNERLESS.get(text, text) if not Path(text).exists() else text
+
+
 def looks_like_repo_id(text: str) -> bool:
     """'Helsinki-NLP/opus-mt-en-de' (an owner and a name; huggingface_hub's own rules), not a path on this machine."""
     if text.count("/") != 1 or Path(text).exists():

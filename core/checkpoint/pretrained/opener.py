@@ -19,7 +19,7 @@ from core.checkpoint.folder import load_checkpoint
 
 from .common import HFImportError
 from .convert import convert_folder
-from .hub import Limits, fetch, looks_like_repo_id
+from .hub import Limits, fetch, hub_id, looks_like_repo_id
 
 def cache_root() -> Path:
     """The explorer's cache folder: $ATTN_EXPLORER_CACHE, else the platform's user cache folder
@@ -67,7 +67,7 @@ def is_pretrained_source(source) -> bool:
             return "model_type" in json.loads(config.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return False
-    return looks_like_repo_id(str(source))
+    return looks_like_repo_id(hub_id(source))
 
 
 def lock_file(target: Path) -> Path:
@@ -113,7 +113,7 @@ def pretrained_checkpoint(source, revision: str | None = None, src_lang: str | N
     src_lang / tgt_lang: the direction of a many-to-many model (NLLB eng_Latn, M2M100 en, mBART-50 en_XX).
     limits: what a download may take (hub.Limits). progress: None, or a function of (fraction, text).
     Raises HFImportError with a message that says what to do; nothing half-made is ever left behind."""
-    source = str(source)
+    source = hub_id(source)
     target = Path(out) if out is not None else converted_dir() / cache_name(source, revision, src_lang, tgt_lang)
     if out is None and (target / "config.json").exists():
         return target

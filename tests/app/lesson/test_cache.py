@@ -5,6 +5,7 @@ from plotly.subplots import make_subplots
 
 from app.lesson import cache as lesson_cache
 from app.figures.style import PRESENTER, install
+from app.checkpoints import untrained_model
 from app.lesson.figures import FIGURES
 
 
@@ -39,7 +40,7 @@ def test_a_grid_of_small_maps_keeps_screen_text_in_presenter_mode():
 
 
 def test_an_altair_chart_takes_the_height_given_and_wraps_its_title():
-    chart = FIGURES["scaling"].answer(None, {"d_k": 64, "seed": 0}).fig
+    chart = FIGURES["scaling"].answer(untrained_model(), {"d_k": 64, "seed": 0}).fig
     title = "One random query over 10 keys, d_k = 64"
     spec = lesson_cache._sized(chart, True, 500, width=300).to_dict()
     assert spec["height"] == 500 and len(spec["title"]) > 1 and " ".join(spec["title"]) == title

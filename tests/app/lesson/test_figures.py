@@ -130,6 +130,15 @@ def test_the_positional_answer_gives_the_dot_products_of_the_formula(model):
         FIGURES["positional"].answer(model, {**options, "second": 75})
 
 
+def test_the_scaling_answer_says_when_the_checkpoint_does_not_divide(model):
+    import dataclasses
+    import types
+    options = {"d_k": 64, "seed": 0}
+    assert "does not divide" not in FIGURES["scaling"].answer(model, options).fact
+    t5_like = types.SimpleNamespace(cfg=dataclasses.replace(model.cfg, scale_scores=False))
+    assert "like T5, does not divide by √d_k" in FIGURES["scaling"].answer(t5_like, options).fact
+
+
 def test_the_alignment_answer_lists_each_german_words_strongest_english_word(model):
     a = FIGURES["alignment"].answer(model, {"sentence": "We must protect the environment."})
     z = np.asarray(a.fig.data[0].z, dtype=float)

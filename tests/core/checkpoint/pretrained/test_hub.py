@@ -89,3 +89,12 @@ def test_a_model_bigger_than_the_free_disk_is_refused_before_it_downloads(hub, m
     with pytest.raises(HFImportError, match="GB of disk at .* is free. Free some space"):
         pretrained_checkpoint(REPO)
     assert "model.safetensors" not in hub.fetched() and nothing_half_made()
+
+
+def test_an_id_from_before_owners_is_read_as_the_hubs_redirect_reads_it(tmp_path, monkeypatch):
+    from core.checkpoint.pretrained.hub import hub_id
+    assert hub_id(" t5-small ") == "google-t5/t5-small" and hub_id("google/mt5-small") == "google/mt5-small"
+    assert hub_id("opus-mt-en-de") == "opus-mt-en-de"                     # no owner, and not one of those: as it is
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t5-small").mkdir()
+    assert hub_id("t5-small") == "t5-small"                                # a folder here is that folder

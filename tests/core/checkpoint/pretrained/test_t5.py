@@ -155,3 +155,14 @@ def test_by_hub_id_and_from_a_folder(imported, tmp_path, monkeypatch):
     assert by_id.translate(SENTENCES[0], beam=1) == by_folder.translate(SENTENCES[0], beam=1) == \
         offline.translate(SENTENCES[0], beam=1) == tm.translate(SENTENCES[0], beam=1)
     assert by_id.card.extra["imported_from"]["hub"] == f"google/{variant}-tiny"
+
+
+def test_an_id_from_before_owners_opens_the_owners_repo(imported, tmp_path, monkeypatch):
+    """'t5-small', as T5's paper and many tutorials spell it, is google-t5/t5-small, as the Hub's redirect has it."""
+    variant, repo, _, _, tm = imported
+    if variant != "t5":
+        pytest.skip("one variant is enough")
+    with serving({"google-t5/t5-small": repo}, monkeypatch, tmp_path):
+        by_old_id = open_pretrained("t5-small", dtype=torch.float32)
+    assert by_old_id.card.extra["imported_from"]["hub"] == "google-t5/t5-small"
+    assert by_old_id.translate(SENTENCES[0], beam=1) == tm.translate(SENTENCES[0], beam=1)
