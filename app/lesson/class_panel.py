@@ -251,6 +251,13 @@ def _teacher_action(action, *args) -> None:
         st.session_state.class_message = str(e)
 
 
+def _push(page: str) -> None:
+    """Shows the teacher's view to the class: the address as it is at the click (the page writes its controls to it
+    after the sidebar is drawn, so a view read when the button was drawn could be a change behind)."""
+    params = {k: v for k, v in st.query_params.to_dict().items() if k not in PRIVATE + ("class",)}
+    _teacher_action(store().push_view, {"page": page, "params": params})
+
+
 def _lesson():
     """The app's lesson (a class follows the lesson file of the server, not a file one teacher uploaded)."""
     from app.lesson.steps import load_lesson
@@ -360,9 +367,8 @@ def _teacher_box(state: ClassState, page: str) -> None:
     st.toggle("Show nicknames to the class", value=state.names_on, key="class_names",
               on_change=lambda: _teacher_action(store().set_names, st.session_state.class_names))
     if page in SHOWABLE:
-        params = {k: v for k, v in st.query_params.to_dict().items() if k not in PRIVATE + ("class",)}
         st.button("Show this to the class", icon=":material/cast:", key="class_push", width="stretch",
-                  on_click=_teacher_action, args=(store().push_view, {"page": page, "params": params}),
+                  on_click=_push, args=(page,),
                   help="Every student gets this view (checkpoint, sentence, layer, head), as the pacing says.")
     if state.view:
         st.button("Bring the class back to the lesson", key="class_unpush", width="stretch",

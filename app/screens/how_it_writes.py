@@ -4,11 +4,14 @@ this word instead?".
 
 The page is thin: the model decodes once per (checkpoint version, sentence, beam, alpha, forced words) through
 app.cache.decoding_trace (core's TranslationModel.trace), and a step change only reads that trace; the figures come
-from app.figures.decoding. A link opens a sentence at a step: ?text=...&step=N.
+from app.figures.decoding. A link opens a sentence at a step with its search: ?text=...&step=N&beam=2&alpha=0.6
+&layer=mean&head=3 (app.url_state).
 """
+import dataclasses
+
 import streamlit as st
 
-from app import cache
+from app import cache, url_state
 from app.demo import default_sentence
 from app.display import show_figure
 from app.figures.decoding import beam_tree_figure, candidates_figure, piece_label, source_strip_figure
@@ -23,6 +26,18 @@ from core.views import mark_prompt, prompt_count
 
 BEAMS = [1, 2, 4, 8]
 MEAN = -1                       # the layer or head "mean of all"
+
+
+def link_params(cfg) -> list[url_state.Param]:
+    """What a link holds besides its sentence and step (which the page writes itself): the search, and the layer and
+    head of where it looked, so that a shared or a class's pushed view is the same search."""
+    def mean_or_one(n: int) -> dict:
+        return {"mean": MEAN, **{str(i + 1): i for i in range(n)}}
+    alpha = url_state.choice("alpha", "hw_alpha", {f"{a / 10:g}": a / 10 for a in range(16)}, 0.6, "length penalty")
+    return [url_state.choice("beam", "hw_beam", BEAMS, 4, "beam size"),
+            dataclasses.replace(alpha, write=lambda a: f"{round(float(a), 1):g}"),    # the slider's 0.30000000000000004
+            url_state.choice("layer", "hw_layer", mean_or_one(cfg.N_dec), MEAN, "layer"),
+            url_state.choice("head", "hw_head", mean_or_one(cfg.h), MEAN, "head")]
 
 
 def start_values(model) -> None:
@@ -238,11 +253,14 @@ def greedy_and_beam(ckpt, src: str, beam: int, alpha: float) -> None:
 
 
 ckpt, model = cache.model_or_stop()
+link = link_params(model.cfg)
+url_state.restore("how_it_writes", link)
 start_values(model)
 presenter = presenter_mode()
 st.title("How it writes")
 src, beam, alpha = sentence_and_search()
 st.query_params["text"] = src[:500]
+url_state.publish("how_it_writes", link)        # before the model runs: a sentence it refuses keeps its link too
 tr = traced(ckpt, src, beam, alpha)
 for notice in tr.notices:
     st.info(md_escape(notice))
@@ -262,5 +280,6 @@ with tree_col:
                "grey: pruned, its line never finished (words on hover); stars: finished, the winner's large, their "
                "scores on hover. Drag the tree sideways to see other steps.")
 where_it_looked(tr, step, hyp, model.cfg, presenter)
+url_state.publish("how_it_writes", link)        # again: the layer and head just chosen
 what_if(ckpt, tr, step, hyp, src, beam, alpha, model)
 greedy_and_beam(ckpt, src, beam, alpha)

@@ -148,6 +148,36 @@ def test_the_teacher_shows_the_explorer_to_the_class_and_brings_it_back(page):
     assert any(b.key == "lesson_next" for b in student.button)       # back on the lesson, at the teacher's step
 
 
+def test_the_teacher_shows_how_it_writes_with_its_beam_to_the_class(page):
+    teacher, code, secret = start(page)
+    student = page(**{"class": code})
+    teacher.switch_page("screens/how_it_writes.py")
+    ok(teacher.run())
+    ok(teacher.selectbox(key="hw_beam").set_value(2).run())
+    ok(button(teacher, "class_push").click().run())
+    assert ClassStore().state(code).view == {"page": "how_it_writes", "params": dict(teacher.query_params)}
+    ok(student.run())
+    assert student.selectbox(key="hw_beam").value == 2 and not any(b.key == "lesson_next" for b in student.button)
+
+
+def test_in_a_student_paced_class_students_move_alone_and_open_the_teachers_view_when_they_choose(page):
+    teacher, code, secret = start(page)
+    student = page(**{"class": code})
+    ok(teacher.toggle(key="class_pacing").set_value(True).run())
+    assert ClassStore().state(code).pacing == "student"
+    ok(student.run())
+    assert "Go at your own pace." in texts(student)
+    ok(button(student, "lesson_next").click().run())
+    assert student.subheader[0].value.startswith("2.") and ClassStore().state(code).step == 1
+    teacher.switch_page("screens/explorer.py")
+    ok(teacher.run())
+    ok(button(teacher, "class_push").click().run())
+    ok(student.run())
+    assert student.subheader[0].value.startswith("2.")                # not taken there: offered
+    ok(button(student, "class_open_view").click().run())
+    assert any(s.key == "layer" for s in student.selectbox) and student.query_params["class"] == code
+
+
 def test_a_wrong_code_in_a_link_is_said_and_left_out_of_the_address(page):
     at = page(**{"class": "QQQQQQ"})
     assert "No class has the code QQQQQQ" in texts(at)

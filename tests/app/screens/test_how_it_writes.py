@@ -69,6 +69,25 @@ def test_a_link_opens_its_step(searches):
     assert at.session_state["src"] == "two young girls are playing"
 
 
+def test_a_link_holds_the_search_and_the_map_and_a_wrong_value_is_said(searches):
+    at = AppTest.from_file(str(PAGE), default_timeout=TIMEOUT)
+    at.session_state["checkpoint"] = NAME
+    at.query_params.update(text="two young girls are playing", beam="2", alpha="0.3", layer="1", head="mean")
+    ok(at.run())
+    assert (at.selectbox(key="hw_beam").value, at.slider(key="hw_alpha").value) == (2, 0.3)
+    assert (at.selectbox(key="hw_layer").value, at.selectbox(key="hw_head").value) == (0, -1)
+    ok(at.slider(key="hw_alpha").set_value(0.8).run())
+    ok(at.selectbox(key="hw_head").set_value(1).run())
+    assert {k: at.query_params[k] for k in ("beam", "alpha", "layer", "head")} == \
+        {"beam": "2", "alpha": "0.8", "layer": "1", "head": "2"}
+    wrong = AppTest.from_file(str(PAGE), default_timeout=TIMEOUT)
+    wrong.session_state["checkpoint"] = NAME
+    wrong.query_params.update(beam="3", head="99")
+    ok(wrong.run())
+    assert wrong.selectbox(key="hw_beam").value == 4 and wrong.selectbox(key="hw_head").value == -1
+    assert any("'3' is not a beam size" in t.value for t in wrong.toast)
+
+
 def test_forcing_a_word_decodes_from_it(searches, tokenizer):
     at = ok(page(text="the quick brown fox"))
     at.text_input(key="hw_typed").set_value("Fuchs")
