@@ -197,8 +197,11 @@ def _engine(url: str) -> sa.Engine:
             engine = sa.create_engine(url, connect_args={"timeout": 5}, pool_pre_ping=False)
             sa.event.listen(engine, "connect", _sqlite_pragmas)
         else:
-            engine = sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10,
-                                      connect_args={"connect_timeout": 5})
+            # every statement here is small: one that waits seconds waits on something stuck (a lock, a full pool),
+            # and a student's page would wait with it; bounded, it becomes a worded error and the next rerun retries
+            engine = sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10, pool_timeout=10,
+                                      connect_args={"connect_timeout": 5,
+                                                    "options": "-c lock_timeout=5000 -c statement_timeout=15000"})
         _engines[url] = engine
     return _engines[url]
 
@@ -254,7 +257,7 @@ class ClassStore:
                     time.sleep(0.05 * (attempt + 1))
                     continue
                 raise worded(e, self.url) from e
-            except exc.DBAPIError as e:
+            except (exc.DBAPIError, exc.TimeoutError) as e:          # TimeoutError: no free connection in 10 s
                 raise worded(e, self.url) from e
 
     def check(self) -> None:
