@@ -17,11 +17,11 @@ _LOG = logging.getLogger(__name__)
 
 def file_button(label: str, make: Callable[[], bytes | str], file_name: str, mime: str, key: str, *,
                 making: str = "Making the file…", save_label: str | None = None, help: str | None = None,
-                icon: str | None = None, width: str = "content") -> None:
+                icon: str | None = None) -> None:
     """A button that runs make() and puts, in its own place, a button that saves what it made (save_label, or
     "Save" and the file's name)."""
     slot = st.empty()
-    if not slot.button(label, key=key, help=help, icon=icon, width=width):
+    if not slot.button(label, key=key, help=help, icon=icon):
         return
     try:
         with st.spinner(making):
@@ -31,5 +31,5 @@ def file_button(label: str, make: Callable[[], bytes | str], file_name: str, mim
         slot.error(f"{file_name} could not be made: {e}", icon=":material/error:")
         return
     slot.download_button(save_label or f"Save {file_name}", data=data, file_name=file_name, mime=mime,
-                         key=f"{key}:save", icon=":material/download:", type="primary", on_click="ignore", width=width,
+                         key=f"{key}:save", icon=":material/download:", type="primary", on_click="ignore",
                          help="Made just now; it stays on offer until you change something on the page.")

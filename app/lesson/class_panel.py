@@ -173,7 +173,7 @@ def sync(state: ClassState | None, page: str) -> None:
     if pushed != st.session_state.get("class_view_seen"):
         st.session_state.class_view_seen = pushed
         if state.view and state.view.get("page") in SHOWABLE:
-            params = {k: v for k, v in state.view.get("params", {}).items() if k not in PRIVATE + ("class",)}
+            params = _shareable(state.view.get("params", {}))
             st.switch_page(SCREENS / f"{state.view['page']}.py",
                            query_params={**params, "class": seat().code, "seat": seat().token})
     if state.view is None and page != "lesson":
@@ -251,10 +251,15 @@ def _teacher_action(action, *args) -> None:
         st.session_state.class_message = str(e)
 
 
+def _shareable(params: dict) -> dict:
+    """A view's query parameters less the class's own (the code, a seat, the teacher's secret)."""
+    return {k: v for k, v in params.items() if k not in PRIVATE + ("class",)}
+
+
 def _push(page: str) -> None:
     """Shows the teacher's view to the class: the address as it is at the click (the page writes its controls to it
     after the sidebar is drawn, so a view read when the button was drawn could be a change behind)."""
-    params = {k: v for k, v in st.query_params.to_dict().items() if k not in PRIVATE + ("class",)}
+    params = _shareable(st.query_params.to_dict())
     _teacher_action(store().push_view, {"page": page, "params": params})
 
 
@@ -281,9 +286,7 @@ def _end() -> None:
 
 
 def _csv_button(code: str, key: str, widget: str = "class_csv") -> None:
-    """The answers as CSV, made in this run: a download made when clicked (Streamlit's callable data) is a file no
-    run refers to, and two script runs of any session (a class of followers makes several a second) delete it before
-    the browser fetches it."""
+    """The answers as CSV, made in this run, not on the click (app/file_button.py says why such a file can be lost)."""
     try:
         questions = {i: s.question for i, s in enumerate(_lesson().steps, 1)}
         data = store().answers_csv(key, questions).encode("utf-8")
@@ -388,7 +391,7 @@ def _student_box(state: ClassState) -> None:
     st.text_input("Nickname (optional)", max_chars=cs.MAX_NICKNAME, key="class_nick", on_change=_rename,
                   help="Only your teacher sees it, unless they show names to the class.")
     if state.view and state.pacing == "student" and state.view.get("page") in SHOWABLE:
-        params = {k: v for k, v in state.view.get("params", {}).items() if k not in PRIVATE + ("class",)}
+        params = _shareable(state.view.get("params", {}))
         if st.button("Open the teacher's view", key="class_open_view", width="stretch"):
             st.switch_page(SCREENS / f"{state.view['page']}.py",
                            query_params={**params, "class": seat().code, "seat": seat().token})

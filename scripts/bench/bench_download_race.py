@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
+
+from scripts.bench.bench_class import wait_healthy
+from scripts.served import free_ports
 
 SIZE = 200_000
 APP = f'''
@@ -46,12 +46,6 @@ def spin() -> None:
         pass
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def whole(page, click) -> bool:
     """Whether the download that click() starts arrives complete."""
     try:
@@ -73,19 +67,14 @@ def main(argv=None) -> int:
 
     folder = Path(tempfile.mkdtemp())
     (folder / "race_app.py").write_text(APP)
-    port = free_port()
+    port = free_ports(1)
     server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(folder / "race_app.py"),
                                "--server.port", str(port), "--server.headless", "true"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     spinners = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.busy)]
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
+        wait_healthy(url, server)
         for s in spinners:
             s.start()
         counts = {"deferred": 0, "two clicks": 0}
