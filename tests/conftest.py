@@ -88,3 +88,22 @@ def postgres_url(postgres_server) -> str:
 def postgres_database(postgres_url, postgres_server) -> str:
     """A URL of a new, empty database on the running PostgreSQL, for a test that must not see other tests' rows."""
     return postgres_server.new_database()
+
+
+# Under pytest-xdist (pytest.ini's -n) the browser tests run in two lines, each file's tests one after another on one
+# worker, while the other workers take the rest: a browser test mostly waits on a page, which a CPU-bound test beside
+# it fills. Two lines of about equal length (their seconds on the idle 2-core machine, 2026-12-07); the class tests,
+# which kill servers and time students, are apart from the long screenshot walk.
+BROWSER_LINES = {"test_screenshots.py": 1, "test_browser.py": 1, "test_why_browser.py": 1,
+                 "test_how_it_writes_browser.py": 1, "test_contributions_browser.py": 1,
+                 "test_lesson_browser.py": 2, "test_share_browser.py": 2, "test_class_browser.py": 2,
+                 "test_watch_it_learn.py": 2, "test_class_replicas_browser.py": 2}
+
+
+def pytest_collection_modifyitems(items):
+    """Puts each browser test in its line's xdist_group (a new browser test file joins the first line)."""
+    for item in items:
+        path = item.nodeid.replace("\\", "/").split("::")[0]
+        if path.startswith("tests/browser/"):
+            line = BROWSER_LINES.get(path.rsplit("/", 1)[-1], 1)
+            item.add_marker(pytest.mark.xdist_group(f"browser-{line}"))

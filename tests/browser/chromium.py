@@ -23,6 +23,21 @@ if not Path(CHROMIUM).exists():
 
 ARTIFACTS = REPO / "artifacts"
 WAIT_MS = 180_000                      # generous: the machine's cores are shared with training runs
+# the script has run to its end (Streamlit marks the app's root for its own browser tests) and nothing still loads
+SETTLED = """() => !!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+    && !document.querySelector('[data-testid="stSpinner"], [data-testid="stSkeleton"]')"""
+# Counts the script's runs and stamps the page's last change, so that settle() waits for what happened, not a fixed
+# time: installed once per document (a page that navigates gets it again on its next settle)
+WATCH = """() => { if (window.__settle) return;
+  const w = window.__settle = {runs: 0, seen: 0, changed: performance.now()};
+  const root = () => document.querySelector('[data-testid="stApp"]');
+  if (!root() || ['running', 'initial'].includes(root().dataset.testScriptState)) w.runs = 1;
+  new MutationObserver(records => { w.changed = performance.now();
+    if (records.some(r => r.attributeName === 'data-test-script-state'
+                          && r.target.dataset.testScriptState === 'running')) w.runs += 1; })
+    .observe(document, {subtree: true, childList: true, attributes: true, characterData: true}); }"""
+RAN = "() => !window.__settle || window.__settle.runs > window.__settle.seen"      # none: the page navigated
+QUIET = f"""(quiet) => ({SETTLED})() && (!window.__settle || performance.now() - window.__settle.changed >= quiet)"""
 
 
 def free_port() -> int:
@@ -70,6 +85,27 @@ def serve(checkpoints: Path, log: Path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def settle(page, grace_ms: int = 1500, quiet_ms: int = 400, cap_ms: int = 8000) -> None:
+    """Wait until the page's script has run and its charts have drawn: a run that started since the last settle (a
+    click's rerun, or a new page's first run), waited for up to grace_ms, then the script done and the page unchanged
+    for quiet_ms (Plotly and Vega draw after the script); after cap_ms of changes, the script done is enough.
+
+    Two fixed pauses did this before (the script done, 1-1.5 s, done again, 1-1.5 s): 2-3 s a call whatever
+    happened, and blind to a rerun that began after the pause."""
+    page.evaluate(WATCH)
+    try:
+        if grace_ms > 0:                                # (Playwright reads a timeout of 0 as none)
+            page.wait_for_function(RAN, timeout=grace_ms, polling=50)
+    except sync_api.TimeoutError:
+        pass                                            # the last action started no run (a client-side click)
+    page.wait_for_function(SETTLED)
+    try:
+        page.wait_for_function(QUIET, arg=quiet_ms, timeout=cap_ms, polling=100)
+    except sync_api.TimeoutError:
+        page.wait_for_function(SETTLED)                 # still changing (an animation): the script's end will do
+    page.evaluate("() => { if (window.__settle) window.__settle.seen = window.__settle.runs; }")
 
 
 @contextlib.contextmanager

@@ -6,7 +6,7 @@ Skipped when Playwright or /usr/bin/chromium is missing; never downloads a brows
 """
 import pytest
 
-from tests.browser.chromium import ARTIFACTS, browser_page, serve
+from tests.browser.chromium import ARTIFACTS, browser_page, serve, settle
 
 pytestmark = pytest.mark.slow      # minutes: a real server and a real browser (`-m "not slow"` leaves them out)
 
@@ -151,8 +151,6 @@ def test_syntax_tab_and_figure5_in_a_real_browser(app_url):
 # ---- the first screen, as a class sees it on a projector ----
 
 FIRST_SCREEN = {"width": 1280, "height": 720}
-SETTLED = """() => !!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-    && !document.querySelector('[data-testid="stSpinner"], [data-testid="stSkeleton"]')"""
 # A control's text is cut off when a box that clips (overflow other than visible: Streamlit's labels end in an
 # ellipsis, a segmented control's buttons scroll sideways) holds more than it shows.
 CUT_LABELS = """() => {
@@ -166,11 +164,6 @@ CUT_LABELS = """() => {
 }"""
 
 
-def settled(page) -> None:
-    for _ in range(2):                   # charts draw after the script has finished
-        page.wait_for_function(SETTLED)
-        page.wait_for_timeout(1000)
-
 
 def test_explorer_first_screen_shows_a_map_and_cuts_off_no_label(app_url):
     """At 1280x720 the map's cells start on the first screen, below the sentence, its translation and the controls,
@@ -178,7 +171,7 @@ def test_explorer_first_screen_shows_a_map_and_cuts_off_no_label(app_url):
     with browser_page(**FIRST_SCREEN) as page:
         page.goto(app_url + "/?text=A+man+in+a+blue+shirt+is+standing+on+a+ladder.")
         page.wait_for_selector('[data-testid="stMain"] .js-plotly-plot .nsewdrag')
-        settled(page)
+        settle(page)
         page.screenshot(path=str(ARTIFACTS / "explorer_first_screen.png"))
         chart = page.locator('[data-testid="stMain"] .js-plotly-plot').first.bounding_box()
         cells = page.locator('[data-testid="stMain"] .js-plotly-plot .nsewdrag').first.bounding_box()
@@ -191,7 +184,7 @@ def test_explorer_first_screen_shows_a_map_and_cuts_off_no_label(app_url):
 
         page.get_by_text("Head view (lines)", exact=True).click()
         page.wait_for_selector('[data-testid="stMain"] .js-plotly-plot .legend')
-        settled(page)
+        settle(page)
         page.screenshot(path=str(ARTIFACTS / "explorer_first_screen_head_view.png"))
         assert page.evaluate(CUT_LABELS) == []
         assert page.locator('[data-testid="stException"]').count() == 0
@@ -219,7 +212,7 @@ def first_parts(page, link: str, title: str) -> dict:
     page.get_by_role("link", name=link).click()
     page.get_by_role("heading", name=title).wait_for()
     page.wait_for_selector('[data-testid="stMain"] .js-plotly-plot .nsewdrag')
-    settled(page)
+    settle(page)
     return page.evaluate(FIRST_PARTS)
 
 

@@ -22,14 +22,10 @@ import pytest
 from PIL import Image
 
 from core.paths import REPO
-from tests.browser.chromium import ARTIFACTS, WAIT_MS, free_port, shared_fixture, sync_api
+from tests.browser.chromium import ARTIFACTS, SETTLED, WAIT_MS, free_port, shared_fixture, sync_api
 
 zxingcpp = pytest.importorskip("zxingcpp", reason="zxing-cpp is not installed (requirements-dev.txt)")
 pytestmark = pytest.mark.slow      # a real server killed and restarted, four browsers: about a minute
-
-SETTLED = """() => !!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-    && !document.querySelector('[data-testid="stSpinner"], [data-testid="stSkeleton"]')"""
-
 
 class Server:
     """`streamlit run app/main.py` on one port and one class database, that can be killed and started again."""

@@ -10,14 +10,12 @@ import pytest
 
 from app.lesson.steps import LESSON, load_lesson
 from core.paths import REPO
-from tests.browser.chromium import ARTIFACTS, CHROMIUM, serve, sync_api
+from tests.browser.chromium import ARTIFACTS, CHROMIUM, serve, settle, sync_api
 
 pytestmark = pytest.mark.slow      # minutes: every step's model answer, twice, in a real browser
 
 SCREEN = {"width": 1280, "height": 720}
 WAIT_MS = 600_000      # more than the other browser tests: the first step loads a model while the tiny one trains
-SETTLED = """() => !!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-    && !document.querySelector('[data-testid="stSpinner"], [data-testid="stSkeleton"]')"""
 # the lowest edge of what the main area shows (a collapsed expander's hidden content is not shown)
 BOTTOM = """() => Math.max(...[...document.querySelectorAll(
     '[data-testid="stMain"] :is([data-testid="stElementContainer"], [data-testid="stExpander"])')]
@@ -35,11 +33,6 @@ def app_url(request, tmp_path_factory):
     with serve(folder, tmp_path_factory.mktemp("server") / "streamlit.log") as url:
         yield url, request.param
 
-
-def settle(page) -> None:
-    for _ in range(2):                   # charts draw after the script has finished
-        page.wait_for_function(SETTLED)
-        page.wait_for_timeout(1000)
 
 
 def heading(page) -> str:

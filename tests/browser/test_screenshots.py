@@ -20,7 +20,7 @@ import pytest
 from PIL import Image
 
 from core.paths import REPO
-from tests.browser.chromium import CHROMIUM, WAIT_MS, serve, sync_api
+from tests.browser.chromium import CHROMIUM, WAIT_MS, serve, settle, sync_api
 
 pytestmark = pytest.mark.slow      # minutes: every page of the app in a real browser, at two sizes
 
@@ -33,9 +33,6 @@ SCROLL_TO = """([chart, above]) => {
   const main = document.querySelector('[data-testid="stMain"]');
   main.scrollTop += chart.getBoundingClientRect().top - above; }"""
 DOC_IMAGE_MAX_BYTES = 300_000      # committed files stay in the history for good
-# the script has run to its end (Streamlit marks the app's root for its own browser tests) and nothing still loads
-SETTLED = """() => !!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-    && !document.querySelector('[data-testid="stSpinner"], [data-testid="stSkeleton"]')"""
 MAIN_HEIGHT = """() => Math.max(...['stMain', 'stAppViewContainer', 'stMainBlockContainer']
   .map(id => document.querySelector(`[data-testid="${id}"]`)).filter(Boolean).map(e => e.scrollHeight))"""
 
@@ -49,12 +46,6 @@ def shipped_url(tmp_path_factory):
         yield url
 
 
-def settle(page) -> None:
-    """Wait until the page's script has run and stayed done for a moment (charts draw after it)."""
-    for _ in range(2):
-        page.wait_for_function(SETTLED)
-        page.wait_for_timeout(1500)
-
 
 def shoot(page, folder, name: str) -> None:
     """The first screen, then the whole page (the window grown to the height of the scrolled main area)."""
@@ -63,7 +54,7 @@ def shoot(page, folder, name: str) -> None:
     height = min(int(page.evaluate(MAIN_HEIGHT)), 16_000)
     if height > size["height"]:
         page.set_viewport_size({"width": size["width"], "height": height})
-        settle(page)
+        settle(page, grace_ms=0)              # a resize starts no run; the charts redraw to the new width
         page.screenshot(path=str(folder / f"{name}_whole.png"))
         page.set_viewport_size(size)
 

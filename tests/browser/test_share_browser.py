@@ -14,13 +14,11 @@ import pytest
 from app.figures.report import megabytes
 from core.checkpoint.snapshots import snapshot_steps
 from core.paths import REPO
-from tests.browser.chromium import ARTIFACTS, WAIT_MS, serve, sync_api
+from tests.browser.chromium import ARTIFACTS, WAIT_MS, serve, settle, sync_api
 
 pytestmark = pytest.mark.slow      # a real server and a real browser, about a minute in all
 
 SHIPPED = REPO / "checkpoints"
-SETTLED = """() => !!document.querySelector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-    && !document.querySelector('[data-testid="stSpinner"], [data-testid="stSkeleton"]')"""
 # the first map's parts, in px from the window's top: the chart, its cells, its words and its colour bar
 MAP_PARTS = """() => {
   const plot = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
@@ -57,11 +55,6 @@ def fresh_page(browser, width=1280, height=720):
     page.set_default_timeout(WAIT_MS)
     return page
 
-
-def settle(page) -> None:
-    for _ in range(2):                   # charts draw after the script has finished
-        page.wait_for_function(SETTLED)
-        page.wait_for_timeout(800)
 
 
 def opened(page, address: str):

@@ -7,8 +7,8 @@ from urllib.parse import quote
 import pytest
 
 from core.paths import REPO
-from tests.browser.chromium import ARTIFACTS, browser_page, serve
-from tests.browser.test_screenshots import CHART, settle
+from tests.browser.chromium import ARTIFACTS, browser_page, serve, settle
+from tests.browser.test_screenshots import CHART
 
 pytestmark = pytest.mark.slow      # a real server and browser: about a minute
 FIGURE4 = ("The Law will never be perfect, but its application should be just - this is what we are missing, "
