@@ -327,30 +327,45 @@ def sentence_maps(key: CheckpointKey, src: str, tgt: str | None, folder: str, pa
 
 # ---- Queries and keys ----
 
-@st.cache_data(show_spinner=False, max_entries=8)
 def qk_sentences(key: CheckpointKey) -> tuple[list[dict], str]:
     """The sentence pairs of the view and where they come from: the checkpoint's sample, its dev data, or (about
-    "") the demo sentences."""
+    "") the demo sentences. Cached by where the dev set would be and whether it is there, so a dev set fetched (or
+    a data folder moved) while the server runs is read, not an older answer."""
+    dev = shared_data(WMT14) / "valid.en"           # scripts/get_data.py newstest: for any en -> de model
+    return _qk_sentences(key, str(dev), dev.is_file())
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _qk_sentences(key: CheckpointKey, dev: str, dev_there: bool) -> tuple[list[dict], str]:
     model = load_model(key)
     pairs, about = qk.checkpoint_sample(model.folder, model.card)
     if pairs:
         return pairs, about
-    newstest = shared_data(WMT14)                   # scripts/get_data.py newstest: for any en -> de model
-    if languages(model.card) == ("en", "de") and (newstest / "valid.en").is_file():
-        pairs = qk.read_corpus(newstest, "valid")
+    if languages(model.card) == ("en", "de") and dev_there:
+        pairs = qk.read_corpus(Path(dev).parent, "valid")
         return pairs, f"the first {len(pairs)} sentences of newstest2013, the paper's dev set"
     demo = list(dict.fromkeys(demo_sentences(model.card) + [s for _, ex in DOMAINS.values() for s in ex.values()]))
     return [{"src": s, "tgt": None} for s in demo], ""
 
 
-@st.cache_resource(max_entries=2, show_spinner=False)
 def qk_vectors(key: CheckpointKey) -> dict:
-    """{kind: core.studies.qk.QKSet} of qk_sentences, computed once per checkpoint version (with a progress bar)
-    and read by every session; a session that asks meanwhile waits."""
+    """{kind: core.studies.qk.QKSet} of qk_sentences, computed once per checkpoint version and set of sentences
+    (with a progress bar) and read by every session; a session that asks meanwhile waits."""
+    pairs, about = qk_sentences(key)
+    return _qk_vectors(key, about, len(pairs))
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def _qk_vectors(key: CheckpointKey, about: str, n: int) -> dict:
     pairs = qk_sentences(key)[0]
     with progress_bar(f"Running the model on {len(pairs)} sentences and keeping every head's queries and keys "
                       "(once per checkpoint)…", "Running the model") as progress:
         return qk.collect(load_model(key), pairs, progress=progress)
+
+
+def clear_qk_vectors() -> None:
+    """Forget every checkpoint's vectors (the page's fetch button: they were computed without the data)."""
+    _qk_vectors.clear()
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

@@ -16,6 +16,7 @@ from app.demo import domain
 from core import CheckpointError, Transformer, TranslationModel, load_checkpoint, preset
 from core.checkpoint import read_card
 from core.checkpoint.pretrained import Limits, converted_models
+from core.model.families import DEFAULT, family_of
 from core.paths import REPO
 
 CHECKPOINTS = REPO / "checkpoints"      # default; the env var ATTN_EXPLORER_CHECKPOINTS overrides it (tests)
@@ -141,9 +142,65 @@ def describe_languages(card) -> str:
     return " → ".join(language_name(c) for c in languages(card))
 
 
-def page_problem(page: str, card) -> str | None:
-    """Why a page does not apply to a checkpoint (its languages), or None when it does. The one place that decides:
-    pages call it with their name (a key of NEEDS; any other page applies to every model)."""
+# ---- language models: the paper's decoder alone (GPT-2, Llama) or its encoder alone (BERT) ----
+
+DECODER_ONLY, ENCODER_ONLY = "decoder-only", "encoder-only"
+FAMILY_WORDS = {DECODER_ONLY: "a language model (the paper's decoder alone)",
+                ENCODER_ONLY: "a masked language model (the paper's encoder alone)"}
+# page -> what a student reads it as, for the pages (and parts of pages) that need a translation model (a source
+# and a target): "Alignment needs a translation model: ..."
+TRANSLATION_ONLY = {
+    "alignment": "Alignment needs", "pronouns": "Which pronoun? needs", "how_it_writes": "How it writes needs",
+    "paper_figures": "The paper's figures need", "lesson": "The lesson needs", "qk": "Queries and keys needs",
+    "real_head": "Following a real head needs", "syntax": "The syntax scores need",
+    "ablation_bleu": "The BLEU change needs", "compare": "Comparing checkpoints needs",
+    "contributions": "Beyond attention needs", "atlas": "The atlas needs", "ablation": "Switching heads off needs",
+    "snapshots": "Scoring the attention snapshots needs",
+}
+
+
+def model_family(model) -> str:
+    """"encoder-decoder" (the paper's translation models), "decoder-only" or "encoder-only" (core/model/families.py)."""
+    return family_of(model.cfg)
+
+
+def is_language_model(model) -> bool:
+    """Whether a loaded model is a decoder-only or encoder-only one (no translation: one text, self-attention)."""
+    return model_family(model) != DEFAULT
+
+
+def family_problem(page: str, name: str, family: str) -> str | None:
+    """One line on why a page needs a translation model when `family` is not one, or None."""
+    if family == DEFAULT or page not in TRANSLATION_ONLY:
+        return None
+    return (f"{TRANSLATION_ONLY[page]} a translation model: {checkpoint_label(name)} is "
+            f"{FAMILY_WORDS.get(family, family)}. Pick a translation checkpoint in the sidebar.")
+
+
+def translation_checkpoints(names: list[str]) -> list[str]:
+    """The checkpoints among `names` that are translation models, by their config.json alone (no model loaded)."""
+    import json
+    out = []
+    for name in names:
+        if name == UNTRAINED:
+            out.append(name)
+            continue
+        try:
+            config = json.loads((checkpoint_folder(name) / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(config, dict) and config.get("family", DEFAULT) == DEFAULT:
+            out.append(name)
+    return out
+
+
+def page_problem(page: str, card, family: str = DEFAULT) -> str | None:
+    """Why a page does not apply to a checkpoint (a language model where it needs a translation model, or its
+    languages), or None when it does. The one place that decides: pages call it with their name (a key of NEEDS or
+    TRANSLATION_ONLY; any other page applies to every model) and, for a model that may be a language model, its
+    family (model_family)."""
+    if family != DEFAULT:
+        return family_problem(page, card.name if card is not None else "This model", family)
     if page not in NEEDS:
         return None
     src, tgt, why = NEEDS[page]

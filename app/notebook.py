@@ -4,6 +4,8 @@
     tm = load("news-small")                                   # a folder of checkpoints/, or any checkpoint path
     tm = load("Helsinki-NLP/opus-mt-en-de")                   # a Hugging Face model, downloaded and converted once
     head_map(tm, "The cat sat on the mat.", layer=5, head=2)  # the last value of a cell is drawn
+    lm = load("openai-community/gpt2")                        # a language model (GPT-2, Llama, BERT…) too:
+    head_map(lm, "The cat sat on the mat.", layer=5, head=2)  # its one kind of map, self-attention
 
 Each function returns the Plotly figure the app draws for the same choice (app/figures' builders, in the app's
 style), so it renders wherever Plotly does and saves with fig.write_html("map.html") or fig.write_image("map.png").
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from app.checkpoints import checkpoint_folder, load_with_progress
+from app.checkpoints import DECODER_ONLY, checkpoint_folder, is_language_model, load_with_progress, model_family
 from app.figures import style
 from app.figures.attention import COL_TITLES, ROW_TITLES, head_view_figure, heatmap_figure, model_view_figure
 from app.figures.contrast import attention_of, contrast_figure
@@ -29,6 +31,7 @@ from app.figures.decoding import beam_tree_figure, candidates_figure
 from app.figures.paper import figure_set, find_heads
 from app.figures.report import sentence_report
 from app.figures.training import describe_model
+from app.lm import views as lm_views
 from core import TranslationModel
 from core.checkpoint import atomic_write
 from core.checkpoint.pretrained import is_pretrained_source, pretrained_checkpoint
@@ -59,7 +62,11 @@ def load(checkpoint: str | Path = "news-small", src_lang: str | None = None, tgt
 def view(tm: TranslationModel, src: str, tgt: str | None = None, kind: str = "enc_self", words: bool = False,
          weights: str = "attention", specials: bool = True, beam: int = 1) -> AttentionView:
     """One kind of map of a sentence, labelled as every page labels it (core.views): view.maps (layers, heads,
-    rows, cols), view.rows, view.cols. Contributions (weights="alti") are one map per layer, shown for each head."""
+    rows, cols), view.rows, view.cols. Contributions (weights="alti") are one map per layer, shown for each head.
+    A language model (load() of GPT-2, Llama, BERT…) has one kind of map, its self-attention: kind is then ignored,
+    and tgt is an encoder-only model's second sentence."""
+    if is_language_model(tm):
+        return _lm_view(tm, src, tgt, weights)
     check_kind(kind)
     if weights == "attention":
         return tm.attend(src, tgt, beam=beam).view(kind, words=words, specials=specials)
@@ -67,6 +74,22 @@ def view(tm: TranslationModel, src: str, tgt: str | None = None, kind: str = "en
     if v.maps.shape[1] != tm.cfg.h:
         v.maps = v.maps.repeat(tm.cfg.h, axis=1)
     return v
+
+
+def _lm_view(lm, text: str, pair: str | None, weights: str) -> AttentionView:
+    """A language model's self-attention of a text, labelled as the explorer labels it (app.lm.views)."""
+    if weights != "attention":
+        raise ValueError("A language model's maps are its attention weights: weights='attention' only.")
+    if pair is not None and model_family(lm) == DECODER_ONLY:
+        raise ValueError("A decoder-only language model reads one text: put the second sentence after the first.")
+    return lm_views.lm_view(lm, lm.attend(text) if pair is None else lm.attend(text, pair))
+
+
+def _titles(tm, kind: str) -> tuple[str, str, str]:
+    """(map title, row title, column title) of a kind of map, or of a language model's one kind."""
+    if is_language_model(tm):
+        return lm_views.title(tm), lm_views.ROW_TITLE, lm_views.COL_TITLE
+    return KINDS[kind], ROW_TITLES[kind], COL_TITLES[kind]
 
 
 def _index(n: int, i: int, what: str) -> int:
@@ -78,19 +101,21 @@ def _index(n: int, i: int, what: str) -> int:
 
 def head_map(tm: TranslationModel, src: str, tgt: str | None = None, kind: str = "enc_self", layer: int = 1,
              head: int = 1, words: bool = False, weights: str = "attention", zmax: float | None = 1.0) -> go.Figure:
-    """One head's map as a heatmap (the explorer's 'One head'); zmax None stretches the colours to its top weight."""
+    """One head's map as a heatmap (the explorer's 'One head'); zmax None stretches the colours to its top weight.
+    A language model: head_map(lm, text, layer=2, head=3) (tgt: an encoder-only model's second sentence)."""
     v = view(tm, src, tgt, kind, words, weights)
     L, H = v.maps.shape[:2]
     li, hi = _index(L, layer, "layer"), _index(H, head, "head")
-    return heatmap_figure(v.maps[li, hi], v.rows, v.cols, f"{KINDS[kind]}, layer {layer} of {L}, head {head} of {H}",
-                          zmax=zmax, row_title=ROW_TITLES[kind], col_title=COL_TITLES[kind])
+    title, row_title, col_title = _titles(tm, kind)
+    return heatmap_figure(v.maps[li, hi], v.rows, v.cols, f"{title}, layer {layer} of {L}, head {head} of {H}",
+                          zmax=zmax, row_title=row_title, col_title=col_title)
 
 
 def model_view(tm: TranslationModel, src: str, tgt: str | None = None, kind: str = "enc_self", words: bool = False,
                weights: str = "attention", zmax: float | None = 1.0) -> go.Figure:
     """Every layer (rows) and head (columns) as small maps on one colour scale (the explorer's 'All heads')."""
     v = view(tm, src, tgt, kind, words, weights)
-    return model_view_figure(v.maps, v.rows, v.cols, title=KINDS[kind], zmax=zmax)
+    return model_view_figure(v.maps, v.rows, v.cols, title=_titles(tm, kind)[0], zmax=zmax)
 
 
 def head_view(tm: TranslationModel, src: str, tgt: str | None = None, kind: str = "enc_self", layer: int = 1,
@@ -105,7 +130,8 @@ def head_view(tm: TranslationModel, src: str, tgt: str | None = None, kind: str 
     if focus is not None:
         at = (pf.find_words(v.rows, focus) if words else pf.find_pieces(v.rows, focus))[0]
     return head_view_figure(v.rows, v.cols, v.maps[li], heads=shown, focus=at, layout=layout,
-                            title=f"{KINDS[kind]}, layer {layer}: the stronger the weight, the bolder its line")
+                            title=f"{_titles(tm, kind)[0]}, layer {layer}: the stronger the weight, the bolder "
+                                  "its line")
 
 
 def paper_heads(tm: TranslationModel, number: int = 3, words: bool = True) -> pf.FigureHeads:

@@ -78,16 +78,20 @@ def open_model_form() -> None:
             st.caption("Opening models from Hugging Face is turned off on this server.")
             return
         model_id = st.text_input("Model id", key="hub_model_id", placeholder=EXAMPLE,
-                                 help="A translation model on huggingface.co: Marian (Helsinki-NLP/opus-mt-*), "
-                                      "NLLB-200, M2M100, mBART-50, FSMT (facebook/wmt19-*) or T5, mT5, Flan-T5 "
-                                      "(google-t5/t5-small). Downloaded and converted once, then listed with the "
+                                 help="A model on huggingface.co. A translation model: Marian "
+                                      "(Helsinki-NLP/opus-mt-*), NLLB-200, M2M100, mBART-50, FSMT "
+                                      "(facebook/wmt19-*) or T5, mT5, Flan-T5 (google-t5/t5-small). A language "
+                                      "model: GPT-2 (openai-community/gpt2), Llama (HuggingFaceTB/SmolLM2-135M), "
+                                      "Qwen2 (Qwen/Qwen2.5-0.5B), Pythia (EleutherAI/pythia-70m), BERT, RoBERTa "
+                                      "or DistilBERT. Downloaded and converted once, then listed with the "
                                       "checkpoints.")
         if allowed is not True:
             st.caption("This server opens: " + ", ".join(sorted(allowed)))
         left, right = st.columns(2)
         src = left.text_input("From", key="hub_src_lang", placeholder="en_XX",
-                              help="Many-to-many models and T5 only: the source language (NLLB eng_Latn, M2M100 "
-                                   "en, mBART-50 en_XX; T5's prompt: en or English). Empty: English.")
+                              help="Many-to-many models and T5 only (a language model needs none): the source "
+                                   "language (NLLB eng_Latn, M2M100 en, mBART-50 en_XX; T5's prompt: en or English). "
+                                   "Empty: English.")
         tgt = right.text_input("To", key="hub_tgt_lang", placeholder="de_DE",
                                help="Many-to-many models and T5 only: the target language (NLLB deu_Latn, M2M100 "
                                     "de, mBART-50 de_DE; T5's prompt: de or German). Empty: German.")

@@ -6,7 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app import cache, url_state
-from app.checkpoints import UNTRAINED, checkpoint_label, checkpoint_names, describe_languages, preferred_checkpoint
+from app.checkpoints import (FAMILY_WORDS, UNTRAINED, checkpoint_label, checkpoint_names, describe_languages,
+                             model_family, preferred_checkpoint)
+from core.model.families import DEFAULT
 from app.demo import DOMAINS, declared_domain
 from app.open_model import open_model_form, pick_opened
 from app.page_header import compact_header
@@ -62,12 +64,22 @@ def card_captions(name: str, model) -> None:
         st.info(f"Imported, not trained here: {origin(card)}.")
         for line in imported_captions(card):
             st.caption(line)
-    cfg = model.cfg
-    st.caption(f"N={cfg.N} encoder / {cfg.N_dec} decoder layers, h={cfg.h} heads, d_model={cfg.d_model}")
+    st.caption(model_sizes(model))
     if name != UNTRAINED and (line := trained_on(card)):
         st.caption(line)
     if scores := scores_line(card):
         st.caption("Test: " + scores)
+
+
+def model_sizes(model) -> str:
+    """The model's kind and sizes in one caption: encoder and decoder layers, or a language model's one stack."""
+    cfg = model.cfg
+    family = model_family(model)
+    if family == DEFAULT:
+        return f"N={cfg.N} encoder / {cfg.N_dec} decoder layers, h={cfg.h} heads, d_model={cfg.d_model}"
+    kv = f" sharing {cfg.n_kv} key/value heads" if getattr(cfg, "n_kv", cfg.h) != cfg.h else ""
+    return (f"{FAMILY_WORDS[family][0].upper()}{FAMILY_WORDS[family][1:]}: N={cfg.N} layers, h={cfg.h} heads{kv}, "
+            f"d_model={cfg.d_model}. It reads a text; the translation pages do not apply to it.")
 
 
 def _text(value) -> str | None:

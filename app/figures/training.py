@@ -98,7 +98,8 @@ def training_pairs(card: Card) -> int | None:
 def describe_model(card: Card | dict | None, cfg) -> str:
     """One plain sentence on what this model is and how it was trained, from its card and config."""
     card = as_card(card)
-    sizes = (f"{cfg.N} encoder / {cfg.N_dec} decoder layers, {cfg.h} heads, d_model {cfg.d_model}")
+    sizes = (f"{cfg.N} encoder / {cfg.N_dec} decoder layers" if hasattr(cfg, "N_dec") else f"{cfg.N} layers") \
+        + f", {cfg.h} heads, d_model {cfg.d_model}"
     if card.trained_here is False and not card.training:
         note = card.note or card.source or "not trained here"
         return f"{card.name} ({sizes}): {note}."

@@ -14,6 +14,7 @@ from app.checkpoints import page_problem
 from app.data_notice import offer_download
 from app.display import show_figure
 from app.figures import alignment as figs
+from app.lm.common import translation_or_stop
 from core.studies import alignment as al
 from core.studies import alignment_gold as ag
 
@@ -163,6 +164,7 @@ def every_head(name: str, model, card: dict, pairs, tokenized: bool) -> None:
 
 
 ckpt, model = cache.model_or_stop()
+translation_or_stop("alignment", model)      # a language model: one line why not
 if problem := page_problem("alignment", model.card):       # an imported model of other languages
     st.info(problem)
     st.stop()

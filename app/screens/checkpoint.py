@@ -12,6 +12,7 @@ from app.figures.training import (card_facts, describe_model, emergence_charts, 
                                   training_charts)
 from app.text import md_escape
 from app.words import words_note, words_toggle
+from app.lm.common import needs_translation
 from core.checkpoint.snapshots import read_probes, read_snapshot, snapshot_steps
 from core.studies.emergence import appearance
 from core.training.schedule import describe_cooldown
@@ -57,6 +58,8 @@ with st.expander("The whole card (card.json) and config (config.json)"):     # b
     st.json(json.loads(model.cfg.to_json()), expanded=False)
 
 st.header("When did the heads appear?")
+if needs_translation("snapshots", model):       # a language model: its snapshots score translation heads
+    st.stop()
 st.write("At every attention snapshot taken during training: the best head for the paper's Figure 3 "
          "('making' → 'more difficult') and Figure 4 ('its' → 'Law', the noun 'its' refers to), and, on our own "
          "pronoun sentences (core/probes/anaphora_en.jsonl), how often a head points a pronoun at its antecedent: "

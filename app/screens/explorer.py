@@ -12,6 +12,8 @@ import streamlit as st
 
 from app import cache, url_state
 from app import weights as show_weights
+from app.checkpoints import is_language_model
+from app.lm import explorer as lm_explorer
 from app.demo import default_sentence, examples
 from app.display import clicked_numbers, show_figure
 from app.file_button import file_button
@@ -243,6 +245,9 @@ def report_button(res, name: str, model, words: bool) -> None:
 
 
 ckpt, model = cache.model_or_stop()
+if is_language_model(model):            # GPT-2, Llama, BERT: one text, one kind of map (app/lm/explorer.py)
+    lm_explorer.page(ckpt, model)
+    st.stop()
 link = link_params(model)
 url_state.restore("explorer", link)
 start_values(model)

@@ -8,7 +8,7 @@ Only the open tab runs (lazy tabs, at the bottom). Layers and heads are shown fr
 import streamlit as st
 
 from app import cache, url_state
-from app.checkpoints import UNTRAINED, checkpoint_key, checkpoint_names, page_problem
+from app.checkpoints import UNTRAINED, checkpoint_key, checkpoint_names, is_language_model, page_problem
 from app.demo import default_sentence, domain
 from app.display import show_figure
 from app.figures import heads as figs
@@ -17,6 +17,7 @@ from app.heads_tabs.beyond_attention import contributions_tab
 from app.heads_tabs.common import KEEP, csv_button, head_name, layer_name
 from app.heads_tabs.scores import SCORED, entropy_tab, head_finder
 from app.heads_tabs.syntax import syntax_tab
+from app.lm import heads as lm_heads
 from core import CheckpointError
 from core.studies import ablation, analysis
 from core.views import DECODER_ROWS, KINDS, SHORT
@@ -171,6 +172,9 @@ def introduction(name: str) -> None:
 
 
 ckpt, model = cache.model_or_stop()
+if is_language_model(model):            # GPT-2, Llama, BERT: their own roles (app/lm/heads.py)
+    lm_heads.page(ckpt, model)
+    st.stop()
 default = NEWS_SENTENCE if domain(model.card) == "news" else default_sentence(model.card)   # the model's domain
 introduction(ckpt.name)
 # Lazy tabs: opening a tab reruns the page (on_change="rerun"), and only the open tab's function runs, so opening

@@ -20,6 +20,7 @@ from app.sidebar import presenter_mode
 from app.text import md_escape
 from app.why import why_section
 from app.words import words_toggle
+from app.lm.common import translation_or_stop
 from core.decoding_trace import spell
 from core.tokenizer import display_pieces
 from core.views import mark_prompt, prompt_count
@@ -253,6 +254,7 @@ def greedy_and_beam(ckpt, src: str, beam: int, alpha: float) -> None:
 
 
 ckpt, model = cache.model_or_stop()
+translation_or_stop("how_it_writes", model)      # a language model: one line why not
 link = link_params(model.cfg)
 url_state.restore("how_it_writes", link)
 start_values(model)

@@ -20,6 +20,7 @@ from app.lesson.figures import FIGURES, toy_config
 from app.lesson.handout import handout_html
 from app.sidebar import presenter_mode
 from app.text import md_escape
+from app.lm.common import translation_or_stop
 
 FIGURE_HEIGHT = 540        # px at most, of the figure beside the text (with its download button: a 720 px screen)
 UNTRAINED_NOTE = "Untrained model, random attention (trained ones are in the sidebar):"
@@ -241,7 +242,8 @@ def start_toy_runs(lesson) -> None:
 
 
 lesson = the_lesson()
-ckpt, _ = cache.model_or_stop()        # a message and a stop when it cannot be loaded
+ckpt, lesson_model = cache.model_or_stop()        # a message and a stop when it cannot be loaded
+translation_or_stop("lesson", lesson_model)        # a language model: one line why not
 start_toy_runs(lesson)
 room = class_step.state()              # the class this session is in, if any (app/lesson/class_panel.py)
 class_step.follow_step(room)

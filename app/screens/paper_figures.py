@@ -9,6 +9,7 @@ from app.figures.paper import (describe_figure5_head, describe_link, display_tab
                                figure_set, find_heads, paper_figure, score_grid_figure)
 from app.figures.training import describe_model
 from app.paper_beyond import beyond_this_sentence
+from app.lm.common import translation_or_stop
 from core.studies import paper_figures as pf
 from core.studies import conllu
 from core.studies import syntax as sx
@@ -179,6 +180,7 @@ def figure_tab(ckpt, cfg, words: bool, figure: int, caption: str, n_heads: int |
 
 st.title("The paper's attention figures")
 ckpt, model = cache.model_or_stop()
+translation_or_stop("paper_figures", model)      # a language model: one line why not
 if problem := page_problem("paper_figures", model.card):       # an imported model of other languages
     st.info(problem)
     st.stop()

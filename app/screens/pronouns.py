@@ -8,6 +8,7 @@ from app.checkpoints import UNTRAINED, page_problem
 from app.display import show_figure
 from app.figures.pronouns import attention_from_figure, encoder_rows, form_figure, writing_rows
 from app.why import why_section
+from app.lm.common import translation_or_stop
 from core.studies import pronouns as P
 from core.tokenizer import bare_word
 
@@ -173,6 +174,7 @@ def what_decided(ckpt, model, src: str, choice) -> None:
 
 st.title("Which pronoun?")
 ckpt, model = cache.model_or_stop()
+translation_or_stop("pronouns", model)      # a language model: one line why not
 if problem := page_problem("pronouns", model.card):       # an imported model of other languages
     st.info(problem)
     st.stop()

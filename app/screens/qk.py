@@ -12,6 +12,7 @@ from app.display import clicked_numbers, show_figure
 from app.figures.attention import heatmap_figure
 from app.figures.qk import COLOR_BY, frequent_words, mark_token, word_label
 from app.text import md_escape
+from app.lm.common import translation_or_stop
 from core.datasets import how_to_get
 from core.studies import qk
 from core.views import DECODER_ROWS, KINDS, SHORT, attention_view
@@ -75,7 +76,7 @@ def vectors(ckpt) -> dict:
                 + (f" {how_to_get('newstest')} fetches the paper's dev set, whose first sentences an English -> "
                    "German model then shows here." if en_de else ""))
         if en_de:
-            offer_download("newstest", "qk_fetch", clear=(cache.qk_vectors.clear, cache.qk_embedding.clear,
+            offer_download("newstest", "qk_fetch", clear=(cache.clear_qk_vectors, cache.qk_embedding.clear,
                                                           cache.qk_layer_embedding.clear, cache.qk_scatter_figure.clear,
                                                           cache.qk_grid_figure.clear))
     try:
@@ -234,6 +235,7 @@ def one_sentence(ckpt, c: dict, clicked) -> None:
 
 st.title("Queries and keys")
 ckpt, model = cache.model_or_stop()
+translation_or_stop("qk", model)      # a language model: one line why not
 explanation(ckpt.name)
 choice = controls(vectors(ckpt))
 with st.expander("How the picture is made, and why moving the keys changes no attention"):

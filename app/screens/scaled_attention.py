@@ -9,6 +9,7 @@ from app.figures.sdpa import (SCALED, UNSCALED, attention_steps, collapse_chart,
                               matrix_figure, random_query_keys, scaled_and_unscaled, token_labels, values_table,
                               vector_summary, walk_figure, weights_chart)
 from app.text import md_escape
+from app.lm.common import needs_translation
 from core.studies.step_by_step import walk
 from core.views import KINDS, SHORT
 
@@ -113,6 +114,8 @@ def real_head() -> None:
     """The same four steps on one query of a real head of the loaded checkpoint, with its own numbers."""
     st.header("The same steps inside the real model")
     key, model = cache.model_or_stop()
+    if needs_translation("real_head", model):         # a language model: one line why not
+        return
     cfg = model.cfg
     split = f" (d_model / h = {cfg.d_model} / {cfg.h})" if cfg.d_k * cfg.h == cfg.d_model else ""
     st.write(f"Now the model picked in the sidebar ({md_escape(key.name)}). In every head, each word's vector x "

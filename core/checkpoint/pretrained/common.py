@@ -20,8 +20,8 @@ from tqdm import tqdm
 from core.checkpoint.card import Card
 from core.checkpoint.folder import CheckpointError, load_checkpoint, save_checkpoint, unique_state_dict
 from core.model.config import TransformerConfig
+from core.model.families import build_model
 from core.model.layers import sinusoidal_table
-from core.model.transformer import Transformer
 from core.paths import portable
 
 PICKLES = ("pytorch_model*.bin", "*.pt", "*.pth", "*.pkl", "*.pickle", "*.ckpt")
@@ -53,9 +53,10 @@ class HFImportError(Exception):
 
 @dataclass
 class Converted:
-    """What an architecture module makes of a download: our config, our state dict, the tokenizer, a description
-    of the source for the card ("facebook/wmt19-en-de (FSMT)"), the languages and whom to credit."""
-    cfg: TransformerConfig
+    """What an architecture module makes of a download: our config (of any family: core/model/families.py), our
+    state dict, the tokenizer, a description of the source for the card ("facebook/wmt19-en-de (FSMT)"), the
+    languages and whom to credit."""
+    cfg: object
     state: dict
     tokenizer: object
     source: str
@@ -66,11 +67,14 @@ class Converted:
 @dataclass
 class Architecture:
     """One kind of Hugging Face model: its name, the files it needs, an example to download, its converter
-    convert(hf_dir, config, generation_config, source=, src_lang=, tgt_lang=) -> Converted."""
+    convert(hf_dir, config, generation_config, source=, src_lang=, tgt_lang=) -> Converted, and optionally
+    refuse(config): HFImportError for what config.json asks that is not built, checked before any weight is
+    downloaded (hub.py) and before a folder is converted."""
     name: str
     needed: tuple
     example: str
     convert: Callable
+    refuse: Callable | None = None
 
 
 SIZES = ("d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
@@ -244,10 +248,11 @@ class Converter:
         return self.out
 
 
-def build_config(**fields) -> TransformerConfig:
-    """TransformerConfig(**fields), or HFImportError when config.json's values make no model."""
+def build_config(config_class=TransformerConfig, /, **fields):
+    """config_class(**fields) (the paper's TransformerConfig unless another family's is given), or HFImportError
+    when config.json's values make no model."""
     try:
-        return TransformerConfig(**fields)
+        return config_class(**fields)
     except (TypeError, ValueError) as e:
         raise HFImportError(f"config.json does not describe a model the explorer can build: {e}") from None
 
@@ -266,21 +271,21 @@ def make_card(out_dir: Path, hf_dir: Path, source: str, hf: dict, generation: di
                 credit=credit, extra=extra)
 
 
-def write_checkpoint(out_dir: Path, cfg: TransformerConfig, state: dict, tokenizer, card: Card,
+def write_checkpoint(out_dir: Path, cfg, state: dict, tokenizer, card: Card,
                      dtype: torch.dtype, progress: Callable | None = None) -> Path:
-    """Build our model from `state`, save it with its tokenizer and card in a temporary folder next to out_dir,
-    check that the one loader accepts it, and rename it into place; returns out_dir. progress: None, or a
-    function of (fraction done, text) told at each of the three steps."""
+    """Build our model of cfg's family from `state`, save it with its tokenizer and card in a temporary folder next
+    to out_dir, check that the one loader accepts it, and rename it into place; returns out_dir. progress: None, or
+    a function of (fraction done, text) told at each of the three steps."""
     tell = progress or (lambda fraction, text: None)
     with tqdm(total=3, desc="writing the checkpoint", disable=cfg.d_model * cfg.N < 4096) as bar:
         bar.set_postfix_str("building the model")
         tell(0.0, "Converting: building the model…")
-        model = Transformer(cfg)
+        model = build_model(cfg, empty=True)         # every parameter is filled from `state` below
         expected = set(unique_state_dict(model))
         if set(state) != expected:          # a converter bug, never the user's: say exactly what differs
             raise HFImportError(f"converted weights do not fit the model: missing {sorted(expected - set(state))[:5]}"
                                 f", unexpected {sorted(set(state) - expected)[:5]}")
-        model.load_state_dict({k: v.float() for k, v in state.items()}, strict=False)
+        model.load_state_dict(state, strict=False)   # each copied into its float32 parameter: no 2nd whole copy
         bar.update()
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.", suffix=".tmp"))

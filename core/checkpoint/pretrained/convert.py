@@ -1,5 +1,6 @@
 """A downloaded Hugging Face model's folder -> our checkpoint folder: the architecture read from config.json's
-model_type, then its converter (marian.py, m2m100.py, mbart.py, fsmt.py, t5.py)."""
+model_type, then its converter (marian.py, m2m100.py, mbart.py, fsmt.py, t5.py; decoder-only: gpt2.py, llama.py,
+neox.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -7,11 +8,17 @@ from pathlib import Path
 
 import torch
 
-from . import fsmt, m2m100, marian, mbart, t5
+from . import bert, fsmt, gpt2, llama, m2m100, marian, mbart, neox, t5
 from .common import HFImportError, convert_with, read_json
+from .lm_common import unbuilt
 
 ARCHITECTURES = {"marian": marian.ARCH, "m2m_100": m2m100.ARCH, "mbart": mbart.ARCH, "fsmt": fsmt.ARCH,
                  "t5": t5.ARCH, "mt5": t5.ARCH}
+ARCHITECTURES["bert"] = bert.ARCH                # encoder-only: core/model/encoder_only.py
+ARCHITECTURES["roberta"] = bert.ARCH
+ARCHITECTURES["distilbert"] = bert.ARCH
+ARCHITECTURES.update({"gpt2": gpt2.ARCH, "llama": llama.ARCH, "qwen2": llama.ARCH,   # decoder-only:
+                      "gpt_neox": neox.ARCH})                                         # core/model/decoder_only.py
 
 
 def supported() -> str:
@@ -20,12 +27,20 @@ def supported() -> str:
 
 
 def architecture_of(hf: dict):
-    """The Architecture of a config.json (as a dict), or HFImportError naming the ones supported."""
+    """The Architecture of a config.json (as a dict), or HFImportError naming the ones supported, or what the
+    config asks that is not built (mixture of experts, sliding windows, soft caps: named, whatever the model_type)."""
     model_type = hf.get("model_type")
     if model_type not in ARCHITECTURES:
+        problems = unbuilt(hf)
+        if problems:
+            raise HFImportError(f"config.json describes a '{model_type}' model, with what the explorer does not "
+                                "build:\n  - " + "\n  - ".join(problems))
         raise HFImportError(f"config.json describes a '{model_type}' model; the explorer reads {supported()} "
                             f"models (model_type {', '.join(repr(k) for k in ARCHITECTURES)}).")
-    return ARCHITECTURES[model_type]
+    arch = ARCHITECTURES[model_type]
+    if arch.refuse is not None:
+        arch.refuse(hf)
+    return arch
 
 
 def architecture(hf_dir: Path):
