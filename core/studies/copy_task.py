@@ -223,16 +223,8 @@ def train(cfg: CopyConfig, on_snapshot=None, stop: threading.Event | None = None
 class LiveCopyRun(LiveRun):
     """toy_task.LiveRun for the copy task: the same lock, stop and view; its thread runs copy_task.train."""
 
-    def _run(self):
-        torch.set_num_threads(self.threads)           # per thread: see toy_task's docstring
-        self.torch_threads = torch.get_num_threads()
-        try:
-            result = train(self.cfg, on_snapshot=self._add, stop=self._stop)
-            with self._lock:
-                self.result = result
-        except Exception as e:  # noqa: BLE001 a failed run must end as a message, never as a dead thread
-            with self._lock:
-                self.error = f"{type(e).__name__}: {e}"
+    def _train(self, **kwargs):
+        return train(self.cfg, **kwargs)
 
 
 class OneCopyRunAtATime(OneRunAtATime):
