@@ -165,3 +165,16 @@ def stopping_checkpoint_root(tmp_path_factory, tokenizer, name: str, eos_bias: f
     core.save_checkpoint(root / name, stopping_model(len(tokenizer), eos_bias=eos_bias), tokenizer,
                          {"name": name, "trained_here": True})
     return root
+
+
+def run_page(page: str, checkpoint: str, folder, monkeypatch, **state):
+    """app/screens/<page>.py run once by AppTest on `checkpoint` of the checkpoints folder `folder`, with these
+    session-state values; fails on any exception the page shows."""
+    from streamlit.testing.v1 import AppTest
+    monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(folder))
+    at = AppTest.from_file(str(REPO / "app" / "screens" / f"{page}.py"), default_timeout=120)
+    for key, value in {"checkpoint": checkpoint, **state}.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at

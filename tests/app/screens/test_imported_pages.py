@@ -1,15 +1,12 @@
 """The pages on imported models (core.checkpoint.pretrained): each runs on an FSMT model (post-norm, two vocabularies,
 Moses + BPE) and an NLLB one (pre-norm, language tokens), or says why it does not apply to the model's languages."""
 import pytest
-from streamlit.testing.v1 import AppTest
-
-from core.paths import REPO
 
 pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-dev.txt)")
 from core.checkpoint.pretrained import convert_folder as import_model  # noqa: E402
 from tests.core.checkpoint.pretrained.hf_models import build_fsmt, build_m2m100  # noqa: E402
+from tests.helpers import run_page as run  # noqa: E402  one page on one checkpoint, by AppTest
 
-PAGES = REPO / "app" / "screens"
 MODEL_PAGES = ["explorer", "heads", "paper_figures", "pronouns", "alignment", "qk", "checkpoint"]
 
 
@@ -22,16 +19,6 @@ def imported(tmp_path_factory):
     import_model(build_m2m100(root / "nllb-tiny", "nllb", max_positions=256), root / "checkpoints" / "nllb-en-fr",
                  src_lang="eng_Latn", tgt_lang="fra_Latn")
     return root / "checkpoints"
-
-
-def run(page: str, checkpoint: str, folder, monkeypatch, **state) -> AppTest:
-    monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(folder))
-    at = AppTest.from_file(str(PAGES / f"{page}.py"), default_timeout=120)
-    for key, value in {"checkpoint": checkpoint, **state}.items():
-        at.session_state[key] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 @pytest.mark.parametrize("page", MODEL_PAGES)

@@ -15,8 +15,8 @@ from core.paths import REPO
 
 pytest.importorskip("transformers", reason="transformers is not installed (pip install -r requirements-dev.txt)")
 from tests.app.lm_fixtures import lm_checkpoints  # noqa: E402
+from tests.helpers import run_page as run  # noqa: E402  one page on one checkpoint, by AppTest
 
-PAGES = REPO / "app" / "screens"
 MAIN = str(REPO / "app" / "main.py")
 FAMILY = {"gpt2-tiny": "a language model (the paper's decoder alone)",
           "bert-tiny": "a masked language model (the paper's encoder alone)"}
@@ -28,16 +28,6 @@ TRANSLATION_ONLY = {"alignment": "Alignment needs", "pronouns": "Which pronoun? 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     return lm_checkpoints(tmp_path_factory.mktemp("lm"))
-
-
-def run(page: str, checkpoint: str, folder, monkeypatch, **state) -> AppTest:
-    monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(folder))
-    at = AppTest.from_file(str(PAGES / f"{page}.py"), default_timeout=120)
-    for key, value in {"checkpoint": checkpoint, **state}.items():
-        at.session_state[key] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def chart_map(at: AppTest, i: int = 0) -> np.ndarray:
