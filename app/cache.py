@@ -28,6 +28,7 @@ from app.figures.attention import ROW_PX, heatmap_figure
 from app.figures.qk import qk_scatter, small_multiples
 from app.figures.sdpa import collapse_table as sdpa_collapse_table
 from app.figures.style import PRESENTER, readable
+from app.figures.copy_task import head_map, heads_grid, training_figure
 from app.figures.toy import cross_grid, loss_figure
 from core import CheckpointError, TranslationModel
 from core.checkpoint.snapshots import read_probes, snapshot_steps
@@ -43,7 +44,7 @@ from core.studies import emergence as emergence_study
 from core.studies import alignment as al
 from core.studies import alignment_gold as ag
 from core.studies import contributions as contrib_study
-from core.studies import step_by_step, toy_task
+from core.studies import copy_task, step_by_step, toy_task
 from core.views import AttentionView
 
 PINNED = "_checkpoint_this_run"      # session state: the key of the checkpoint of the rerun under way (app/main.py)
@@ -449,6 +450,24 @@ def toy_figures(run_id: str, step: int, presenter: bool, _run: toy_task.LiveRun,
                       f"Cross-attention at step {last.step}")   # the page's caption says what to look for
     return readable(loss, presenter), readable(grid, presenter)
 
+
+
+@st.cache_resource
+def copy_runs() -> copy_task.OneCopyRunAtATime:
+    """The server's one live Learn to copy training: every session of the process watches the same run."""
+    return copy_task.OneCopyRunAtATime()
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def copy_figures(run_id: str, step: int, presenter: bool, _run: copy_task.LiveCopyRun, _snapshots: tuple) -> tuple:
+    """(loss and induction score, the best head's map, every head's map) of a copy run up to its snapshot at
+    `step`, built once and sent to every watching session, as toy_figures."""
+    cfg, last = _run.cfg, _snapshots[-1]
+    layer, head = last.best
+    training = training_figure(list(_snapshots), cfg.threshold, cfg.steps)
+    best = head_map(last.example[layer, head], last.example_ids, layer, head, last.best_induction, last.step)
+    every = heads_grid(last.example, last.induction)
+    return readable(training, presenter), readable(best, presenter), readable(every, presenter)
 
 # ---- Beyond attention weights: norm-based maps and ALTI+ ----
 

@@ -26,6 +26,7 @@ from app.checkpoints import DECODER_ONLY, checkpoint_folder, is_language_model, 
 from app.figures import style
 from app.figures.attention import COL_TITLES, ROW_TITLES, head_view_figure, heatmap_figure, model_view_figure
 from app.figures.contrast import attention_of, contrast_figure
+from app.figures import copy_task as copy_figs
 from app.figures.contributions import source_share_figure
 from app.figures.decoding import beam_tree_figure, candidates_figure
 from app.figures.paper import figure_set, find_heads
@@ -36,6 +37,7 @@ from core import TranslationModel
 from core.checkpoint import atomic_write
 from core.checkpoint.pretrained import is_pretrained_source, pretrained_checkpoint
 from core.studies import contributions as contrib
+from core.studies import copy_task
 from core.studies import paper_figures as pf
 from core.views import KINDS, AttentionView, check_kind
 
@@ -236,3 +238,41 @@ def report(tm: TranslationModel, src: str, tgt: str | None = None, beam: int = 1
     if path is not None:
         atomic_write(path, page)              # the project's one atomic write: never half a report on disk
     return page
+
+
+# ---- Watch it learn's Learn to copy: a GPT's induction head forming ----
+
+def learn_to_copy(steps: int = 600, seed: int = 0, progress: bool = True, **settings) -> copy_task.CopyResult:
+    """Trains Watch it learn's GPT (2 layers, attention only) on repeated random tokens until an induction head forms
+    (core.studies.copy_task.train: a few seconds on one CPU thread); settings: other CopyConfig fields (h, d_model,
+    lr, ...). The result's .snapshots hold every head's scores every 25 steps, .phase_change the step it formed."""
+    import torch
+    from tqdm.auto import tqdm
+    cfg = copy_task.CopyConfig(steps=steps, seed=seed, **settings)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)              # tiny matrices: two threads wait on each other (core/studies/copy_task.py)
+    bar = tqdm(total=steps, desc="Learn to copy", unit="step", disable=not progress)
+    try:
+        return copy_task.train(cfg, on_snapshot=lambda s: bar.update(s.step - bar.n))
+    finally:
+        bar.close()
+        torch.set_num_threads(threads)
+
+
+def phase_change(result: copy_task.CopyResult) -> go.Figure:
+    """The training loss and the best head's induction score over the steps, the phase change marked (Watch it
+    learn's figure)."""
+    return copy_figs.training_figure(result.snapshots, result.threshold, result.steps)
+
+
+def induction_map(result: copy_task.CopyResult, step: int | None = None, layer: int | None = None,
+                  head: int | None = None) -> go.Figure:
+    """One head's map on the held-out repeated sequence at the snapshot of `step` (None: the last), the cells an
+    induction head picks outlined; layer and head count from 1 (None: the best head then)."""
+    snaps = result.snapshots
+    snap = snaps[-1] if step is None else min(snaps, key=lambda s: abs(s.step - step))
+    best = snap.best
+    lay = best[0] if layer is None else _index(snap.induction.shape[0], layer, "layer")
+    hd = best[1] if head is None else _index(snap.induction.shape[1], head, "head")
+    return copy_figs.head_map(snap.example[lay, hd], snap.example_ids, lay, hd, float(snap.induction[lay, hd]),
+                              snap.step)

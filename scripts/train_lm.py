@@ -27,15 +27,15 @@ import torch.nn.functional as F
 from core.checkpoint import atomic_write, save_checkpoint
 from core.checkpoint.card import Card
 from core.checkpoint.snapshots import write_probes, write_snapshot
-from core.studies.copy_task import BOS, CopyConfig, build_model, held_out, measure
+from core.studies.copy_task import BOS, TOKEN_NAMES, CopyConfig, build_model, held_out, measure
 from core.studies.induction import repeated_tokens
 from core.tokenizer_json import JsonTokenizer
+from core.training.precision import autocast, pick_precision
 from core.training.state import load_state, save_state
 
 STATE = "train_state.safetensors"
 LOG = "train_log.jsonl"
-# the 39 random tokens' names (ids 1..39; 0 is <s>): letters and digits read easily on a map
-NAMES = [chr(c) for c in range(ord("A"), ord("Z") + 1)] + [str(d) for d in range(10)] + ["#", "@", "%"]
+NAMES = TOKEN_NAMES                # the 39 random tokens' names (ids 1..39; 0 is <s>), shared with the live page
 
 
 def copy_tokenizer(vocab_size: int) -> JsonTokenizer:
@@ -86,9 +86,13 @@ def phase_change_record(rows: list[dict], threshold: float) -> dict | None:
 
 
 def train(cfg: CopyConfig, run: Path, out: Path, save_every: int, stop_after: int | None = None,
-          fresh: bool = False, recipe: str | None = None) -> dict:
+          fresh: bool = False, recipe: str | None = None, precision: str = "fp32") -> dict:
     """Train (or resume) the run in `run`; at the end export the checkpoint to `out`. Returns the summary.
-    stop_after: end after this many steps of this call, as an interruption would (the state is saved)."""
+    stop_after: end after this many steps of this call, as an interruption would (the state is saved).
+    precision: "fp32", "bf16" (autocast: bf16 matmuls, fp32 weights, optimiser and loss) or "auto" (bf16 where
+    the CPU does it natively), as for the translation models (core/training/precision.py)."""
+    precision, why = pick_precision(precision, torch.device("cpu"))
+    print(f"precision: {precision} ({why})")
     run.mkdir(parents=True, exist_ok=True)
     model = build_model(cfg).train()
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98))
@@ -122,8 +126,9 @@ def train(cfg: CopyConfig, run: Path, out: Path, save_every: int, stop_after: in
         snapshot(None)
     while step < cfg.steps and (stop_after is None or this_call < stop_after):
         batch = batch_at(cfg, step)                                        # (B, 2L + 1)
-        logits = model(batch[:, :-1])                                      # (B, 2L, V)
-        loss = F.cross_entropy(logits.reshape(-1, cfg.vocab_size), batch[:, 1:].reshape(-1))
+        with autocast(precision, torch.device("cpu")):
+            logits = model(batch[:, :-1])                                  # (B, 2L, V)
+        loss = F.cross_entropy(logits.float().reshape(-1, cfg.vocab_size), batch[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -138,16 +143,17 @@ def train(cfg: CopyConfig, run: Path, out: Path, save_every: int, stop_after: in
     save()
     if step < cfg.steps:
         return {"step": step, "finished": False}
-    return export(cfg, run, out, model, tokenizer, rows, done_before + time.perf_counter() - t0, recipe)
+    return export(cfg, run, out, model, tokenizer, rows, done_before + time.perf_counter() - t0, recipe, precision)
 
 
-def export(cfg, run, out, model, tokenizer, rows, seconds, recipe) -> dict:
+def export(cfg, run, out, model, tokenizer, rows, seconds, recipe, precision: str = "fp32") -> dict:
     """The checkpoint folder: weights, config, tokenizer, card, train_log.jsonl and the snapshots."""
     phase = phase_change_record(rows, cfg.threshold)
     last = rows[-1]
     example = held_out(cfg)[0].tolist()
     training = {"task": "copy", "data": "repeated random tokens [<s>] + r + r", "config": asdict(cfg),
                 "steps": last["step"], "wall_time_s": round(seconds, 1), "torch_threads": torch.get_num_threads(),
+                "precision": precision,
                 "phase_change": phase, "final": {k: last[k] for k in ("loss", "best_head", "best_induction",
                                                                         "best_previous", "loss_gap")}}
     rose = (f"The best head's induction score first reached {cfg.threshold} at step {phase['step']} (layer "
@@ -198,11 +204,15 @@ def main(argv=None):
     p.add_argument("--stop-after", type=int, help="end after this many steps of this call (then rerun to resume)")
     p.add_argument("--fresh", action="store_true", help="ignore a saved state in the run folder and start again")
     p.add_argument("--recipe", help="the recipe file that ran this command, for the card")
+    p.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="fp32",
+                   help="bf16: autocast matmuls, fp32 weights and optimiser; auto: bf16 where the CPU does it "
+                        "natively (fp32 by default: a model this small gains nothing, and runs match everywhere)")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
     cfg = replace(CopyConfig(), steps=a.steps, every=a.every, seed=a.seed, threshold=a.threshold,
                   max_seconds=1e9)
-    summary = train(cfg, a.run or Path("runs") / a.out.name, a.out, a.save_every, a.stop_after, a.fresh, a.recipe)
+    summary = train(cfg, a.run or Path("runs") / a.out.name, a.out, a.save_every, a.stop_after, a.fresh, a.recipe,
+                    a.precision)
     print(json.dumps(summary))
     return summary
 

@@ -10,6 +10,7 @@ import streamlit as st
 from app.cache import load_model
 from app.checkpoints import CheckpointKey
 from app.figures.style import PRESENTER, fit_title, readable, sizes
+from app.lesson import figures_gpt
 from app.lesson.figures import FIGURES, Answer, Before, toy_config, toy_trained
 from core.studies import toy_task
 
@@ -17,8 +18,11 @@ from core.studies import toy_task
 WIDTH = 480      # px: the figure's column beside the sidebar in a 1280 px window (app/screens/lesson.py)
 
 
-def _options(options: dict) -> tuple:
-    """A step's options as a hashable cache key."""
+def _options(options: dict, kind: str | None = None) -> tuple:
+    """A step's options as a hashable cache key; for a step of the tiny GPT, with the version of its weights (it is
+    drawn whatever the class's checkpoint is: a retrained one is drawn afresh)."""
+    if kind in figures_gpt.FIGURES:
+        options = {**options, "_gpt_version": figures_gpt.gpt_version()}
     return tuple(sorted(options.items()))
 
 
@@ -111,7 +115,7 @@ def _presenter(kind: str, presenter: bool) -> bool:
 
 def before(key: CheckpointKey, kind: str, options: dict, presenter: bool, height: int | None = None) -> Before:
     """What the class sees with the question of a step (app.lesson.figures)."""
-    return _before(key if FIGURES[kind].uses_checkpoint else None, kind, _options(options),
+    return _before(key if FIGURES[kind].uses_checkpoint else None, kind, _options(options, kind),
                    _presenter(kind, presenter), height)
 
 
@@ -123,7 +127,7 @@ def _before(key: CheckpointKey | None, kind: str, options: tuple, presenter: boo
 
 def answer(key: CheckpointKey, kind: str, options: dict, presenter: bool, height: int | None = None) -> Answer:
     """The model's answer to a step's question (app.lesson.figures); ValueError worded for the reader."""
-    return _answer(key if FIGURES[kind].uses_checkpoint else None, kind, _options(options),
+    return _answer(key if FIGURES[kind].uses_checkpoint else None, kind, _options(options, kind),
                    _presenter(kind, presenter), height)
 
 

@@ -8,15 +8,14 @@ Layers and heads are said counting from 1, as on every page.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from app.demo import default_sentence
 from app.figures import alignment as alignment_figs
 from app.figures import attention, decoding, paper, positional, pronouns, sdpa, toy
 from app.figures import contrast as contrast_figs
+from app.lesson import figures_gpt
+from app.lesson.kinds import Answer, Before, LessonFigure
 from app.text import md_escape
 from core.studies import alignment as al
 from core.studies import analysis
@@ -24,47 +23,6 @@ from core.studies import paper_figures as pf
 from core.tokenizer import bare_word
 from core.studies import pronouns as P
 from core.studies import toy_task
-
-
-@dataclass
-class Before:
-    """What the class sees with the question: a line of context (Markdown) and maybe a figure."""
-    text: str = ""
-    fig: object = None
-
-
-@dataclass
-class Answer:
-    """What "Reveal" shows: the model's figure, what it did in numbers (Markdown), and the model's side of a class's
-    poll (app.figures.classroom draws the class beside it): {"words", "weights", "head"} for a word to tap,
-    {"labels", "probs"} for the next word, {"choice"} for a choice."""
-    fig: object
-    fact: str
-    for_class: dict | None = None
-
-
-@dataclass(frozen=True)
-class LessonFigure:
-    """One kind of lesson figure: the page it comes from, the builder that page calls for it, the options a lesson
-    step may set (name -> default; None: the checkpoint's own choice), and its two halves."""
-    page: str                           # the full page, a file of app/screens/
-    builder: str                        # "module.function" of app/figures/ that draws the answer, as on the page
-    about: str                          # one line: what the figure shows
-    before: Callable                    # (model, options) -> Before
-    answer: Callable                    # (model, options) -> Answer
-    options: dict = field(default_factory=dict)
-    depends: str = "weights"            # on the checkpoint's "weights", only its "config" (sizes), or "nothing"
-    small_multiples: bool = False       # a grid of small maps: drawn at screen size also in presenter mode
-
-    @property
-    def uses_checkpoint(self) -> bool:
-        """Drawn for each checkpoint (else once for all)."""
-        return self.depends != "nothing"
-
-    @property
-    def learned(self) -> bool:
-        """Its answer shows what training taught the checkpoint (an untrained one answers at random)."""
-        return self.depends == "weights"
 
 
 # core.studies.analysis scores of the model view, as the answer names them
@@ -458,4 +416,6 @@ FIGURES = {
                                    "a tiny Transformer's cross-attention before and after it learns", toy_before,
                                    toy_answer, {"task": "reverse", "digits": "31859264"}, depends="nothing",
                                    small_multiples=True),
+    **figures_gpt.FIGURES,             # a GPT's: app/lesson/figures_gpt.py
 }
+

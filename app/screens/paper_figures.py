@@ -187,8 +187,12 @@ if problem := page_problem("paper_figures", model.card):       # an imported mod
 merge = introduction(ckpt.name, model)
 figure_link = url_state.choice("figure", "pf_tab", {str(t[0]): t[1] for t in TABS}, TABS[0][1], "figure")
 url_state.restore("paper", [figure_link])                  # ?figure=4
+for number, *_ in TABS:       # a sentence typed in a tab stays when another tab is looked at (only the open one runs)
+    if f"pf{number}_sentence" in st.session_state:
+        st.session_state[f"pf{number}_sentence"] = st.session_state[f"pf{number}_sentence"]
 tabs = st.tabs([t[1] for t in TABS], key="pf_tab", on_change="rerun")
 url_state.publish("paper", [figure_link])
 for tab, (figure, _, caption, n_heads, label) in zip(tabs, TABS):
-    with tab:
-        figure_tab(ckpt, model.cfg, merge, figure, caption, n_heads, label)
+    if tab.open:                            # the open tab alone: the others are drawn when opened
+        with tab:
+            figure_tab(ckpt, model.cfg, merge, figure, caption, n_heads, label)

@@ -1,17 +1,18 @@
-"""Watch it learn: a tiny Transformer trained live, from scratch, to reverse a string of digits.
+"""Watch it learn: a tiny Transformer trained live, from scratch, to reverse a string of digits; or (Learn to copy,
+app/learn_to_copy.py) a tiny GPT until an induction head forms.
 
-One run at a time per server (app.cache.toy_runs): it trains on a background thread of its own, one torch
-thread, and every session watches the same run through a fragment that redraws itself every second. The loop
-is core.studies.toy_task.train (our Transformer, loss and schedule); the figures come from app.figures.toy and
-are built once per snapshot for all sessions (app.cache.toy_figures).
+One run at a time per server and task (app.cache.toy_runs, app.cache.copy_runs): it trains on a background thread
+of its own, one torch thread, and every session watches the same run through a fragment that redraws itself every
+second. The digits' loop is core.studies.toy_task.train (our Transformer, loss and schedule); its figures come from
+app.figures.toy and are built once per snapshot for all sessions (app.cache.toy_figures).
 """
 import time
 import uuid
 
 import streamlit as st
 
-from app import cache
-from app.figures.toy import done_text, guess_text, progress_text
+from app import cache, learn_to_copy, live_run
+from app.figures.toy import done_text, guess_text
 from app.run_log import log_run
 from app.sidebar import presenter_mode
 from core.studies.toy_task import TASKS, ToyConfig, best_head, parameter_count
@@ -19,6 +20,7 @@ from core.studies.toy_task import TASKS, ToyConfig, best_head, parameter_count
 POLL_S, IDLE_POLL_S = 1.0, 3.0        # redraw while a run goes; look for someone else's new run when none goes
 REDRAW = "watch_it_learn/redraw"       # how a redraw is named in the run log
 SPEEDS = {"slow": ("Slow (about 30 s)", 20.0), "full": ("Full speed", 0.0)}     # label, steps a second (0: all)
+WHAT = {"digits": "Reverse digits (the paper's encoder-decoder)", "copy": "Learn to copy (a GPT, the decoder alone)"}
 
 
 def session_label() -> str:
@@ -49,28 +51,18 @@ def controls(runs, running: bool) -> None:
     speed = c3.radio("Speed", list(SPEEDS), key="toy_speed", horizontal=True, format_func=lambda s: SPEEDS[s][0],
                      help="Slow motion waits between steps, so that a class can follow and the server stays quick "
                           "for everyone else; full speed takes a few seconds.")
-    if c4.button("Start training", key="toy_start", type="primary", disabled=running,
-                 help="One run at a time on this server: everyone watches the same one."):
-        cfg = ToyConfig(task=task, pace=SPEEDS[speed][1])
-        _, started = runs.start(cfg, name.strip() or f"session {me}", owner=me)
-        if not started:
-            st.info("Someone else started a run a moment ago: you are watching theirs.")
-        st.rerun()
-    run = runs.run
-    mine = run is not None and run.owner == me
-    if c5.button("Stop", key="toy_stop", disabled=not (running and mine),
-                 help="Only the session that started a run can stop it; it ends by itself within a minute."):
-        run.stop()
+    live_run.start_and_stop(c4, c5, runs, running, me, name, lambda: ToyConfig(task=task, pace=SPEEDS[speed][1]),
+                            "toy", "within a minute")
 
 
-def live_view(runs, shown_id: str) -> None:
+def live_view(runs, shown_id: str, draw) -> None:
     """The fragment while a run goes, redrawn every POLL_S: the run, or a full rerun once it has ended (or another
     began). Each redraw is logged like a script run (app.run_log, for scripts/bench/bench_class.py), as REDRAW."""
     started = time.perf_counter()
     try:
         if runs.run.id != shown_id or not runs.run.running:
             st.rerun(scope="app")
-        draw_run(runs.run)
+        draw(runs.run)
     finally:
         log_run(started, REDRAW)
 
@@ -84,16 +76,11 @@ def look_for_a_run(runs, shown_id: str | None) -> None:
 
 def draw_run(run) -> None:
     """One run as it is now: progress, the cross-attention maps, loss and accuracy."""
-    snapshots, result, error = run.view()
-    if error:
-        st.error(f"The training stopped with an error: {error}. Press Start to try again.")
+    so_far = live_run.run_so_far(run)
+    if so_far is None:
         return
-    if not snapshots:
-        st.info(f"{run.started_by} started a run: building the model…")
-        return
+    snapshots, result = so_far
     last = snapshots[-1]
-    st.progress(last.step / run.cfg.steps, text=progress_text(last.step, run.cfg.steps, last.seconds, run.started_by,
-                                                              run.running, result and result.stopped_by))
     loss_fig, grid_fig = cache.toy_figures(run.id, last.step, presenter_mode(), run, tuple(snapshots))
     left, right = st.columns([3, 2])
     with left:
@@ -112,17 +99,26 @@ def draw_run(run) -> None:
 
 
 st.title("Watch it learn")
-runs = cache.toy_runs()
-intro(ToyConfig())
+what = st.radio("What it learns", list(WHAT), key="watch_task", horizontal=True, format_func=WHAT.get)
+me = session_label()
+if what == "copy":
+    runs, draw, read = cache.copy_runs(), learn_to_copy.draw_run, learn_to_copy.how_to_read
+    learn_to_copy.intro(learn_to_copy.config("full"))
+else:
+    runs, draw, read = cache.toy_runs(), draw_run, how_to_read
+    intro(ToyConfig())
 current = runs.run
 running = current is not None and current.running
-controls(runs, running)
+if what == "copy":
+    learn_to_copy.controls(runs, running, me)
+else:
+    controls(runs, running)
 if running:
-    st.fragment(run_every=POLL_S)(live_view)(runs, current.id)
+    st.fragment(run_every=POLL_S)(live_view)(runs, current.id, draw)
 else:
     if current is None:
         st.info("No run yet on this server. Press **Start training**: everyone on this page will watch it.")
     else:
-        draw_run(current)                        # the last run, as it ended
+        draw(current)                            # the last run, as it ended
     st.fragment(run_every=IDLE_POLL_S)(look_for_a_run)(runs, None if current is None else current.id)
-how_to_read()
+read()

@@ -41,6 +41,9 @@ from .toy_task import LiveRun, OneRunAtATime
 
 BOS = 0                                   # <s>; ids 1..vocab_size-1 are the random tokens
 EVAL_SEED = 1234                          # the held-out sequences (training draws from seed + 1)
+# the random tokens' names (ids 1..39), as checkpoints/tiny-copy's tokenizer writes them: letters and digits read
+# easily on a map
+TOKEN_NAMES = [chr(c) for c in range(ord("A"), ord("Z") + 1)] + [str(d) for d in range(10)] + ["#", "@", "%"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,19 @@ def build_model(cfg: CopyConfig) -> DecoderOnly:
 def held_out(cfg: CopyConfig) -> torch.Tensor:
     """The held-out sequences (eval_batch, 2 eval_len + 1); the first is the example a page shows."""
     return repeated_tokens(cfg.vocab_size, cfg.eval_len, cfg.eval_batch, EVAL_SEED, BOS, exclude=[BOS])
+
+
+def token_name(i: int) -> str:
+    """How a map labels token id i: <s>, then the tokenizer's names, then (past them) the id itself."""
+    return "<s>" if i == BOS else TOKEN_NAMES[i - 1] if 1 <= i <= len(TOKEN_NAMES) else str(i)
+
+
+def induction_cells(L: int) -> tuple[np.ndarray, np.ndarray]:
+    """(queries, keys) of the cells an induction head attends in [<s>] + r + r with L tokens a copy: each query
+    i = L+1..2L of the second copy and key i - (L - 1), the token after the previous occurrence of query i's token
+    (the cells core/studies/induction.py's induction score averages)."""
+    queries = np.arange(L + 1, 2 * L + 1)
+    return queries, queries - (L - 1)
 
 
 @dataclass

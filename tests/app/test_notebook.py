@@ -138,3 +138,23 @@ def test_why_is_the_pages_figure_of_the_contrast(tm):
     assert "head 1" in fig.layout.annotations[1].text and fig.layout.title.text.startswith("Why 'braune'")
     with pytest.raises(ValueError, match="no head 9"):
         nb.why(tm, SRC, "der schnelle", "braune", "faulen", head=9)
+
+
+def test_learn_to_copy_trains_until_the_induction_head_forms_and_draws_it():
+    result = nb.learn_to_copy(steps=450, progress=False)            # the head forms near step 300 (seed 0)
+    assert result.steps == 450 and result.phase_change is not None
+    change = result.phase_change
+    assert 0 < change.step < 450 and change.best_induction >= 0.5 > result.snapshots[0].best_induction
+    fig = nb.phase_change(result)
+    scores = fig.data[1]
+    assert list(scores.x) == [s.step for s in result.snapshots]
+    assert list(scores.y) == pytest.approx([s.best_induction for s in result.snapshots])
+    assert any(f"phase change: step {change.step}" == a.text for a in fig.layout.annotations)
+    layer, head = result.snapshots[-1].best
+    drawn = nb.induction_map(result)
+    np.testing.assert_allclose(np.asarray(drawn.data[0].z), result.snapshots[-1].example[layer, head])
+    assert drawn.layout.title.text.startswith(f"Layer {layer + 1}, head {head + 1} at step 450")
+    early = nb.induction_map(result, step=0, layer=1, head=1)       # the first snapshot, layer 1 head 1
+    np.testing.assert_allclose(np.asarray(early.data[0].z), result.snapshots[0].example[0, 0])
+    with pytest.raises(ValueError, match="no layer 3"):
+        nb.induction_map(result, layer=3)

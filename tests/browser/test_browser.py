@@ -127,6 +127,9 @@ def test_queries_and_keys_page_in_a_real_browser(app_url):
         assert page.locator('[data-testid="stException"]').count() == 0
 
 
+OWN_SENTENCE = "Since 2009 many states have been making the registration or voting process more difficult."
+
+
 def test_syntax_tab_and_figure5_in_a_real_browser(app_url):
     """'What heads do' > Syntax: a gold sentence (the tiny UD fixture stands in for EWT dev) beside a head's arcs;
     the paper's Figure 5 tab: the heads scored by the gold arcs they follow, the neighbour score as a baseline."""
@@ -140,12 +143,23 @@ def test_syntax_tab_and_figure5_in_a_real_browser(app_url):
         assert page.locator('[data-testid="stException"]').count() == 0
 
         page.goto(app_url + "/paper_figures")
+        settle(page)
+        page.get_by_text("The sentence (to change it)", exact=False).first.click()         # Figure 3's expander
+        box = page.get_by_role("textbox", name="Sentence")
+        box.fill(OWN_SENTENCE)
+        box.press("Enter")
+        settle(page)
         page.get_by_role("tab", name="Figure 5: structure").click()
         page.get_by_text("Baseline: the neighbour score").wait_for()
         page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot text.gtitle')]"
                                ".some(t => t.textContent.startsWith('Share of the gold arcs'))")
         page.screenshot(path=str(ARTIFACTS / "paper_figure5_gold.png"), full_page=True)
         assert page.locator('[data-testid="stException"]').count() == 0
+        # only the open tab is drawn; the sentence typed in Figure 3's is still there when it is opened again
+        page.get_by_role("tab", name="Figure 3: long distance").click()
+        settle(page)
+        page.get_by_text("The sentence (to change it)", exact=False).first.click()
+        assert page.get_by_role("textbox", name="Sentence").input_value() == OWN_SENTENCE
 
 
 # ---- the first screen, as a class sees it on a projector ----

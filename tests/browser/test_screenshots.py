@@ -2,8 +2,8 @@
 
 They go to artifacts/screenshots/WIDTHxHEIGHT/ (git-ignored; CI keeps them as artifacts): per page the
 first screen, as a class sees it on a projector, and the whole page; plus the explorer's head view and
-the explorer in presenter mode. The pages are those of the app's own navigation, so a new page is
-photographed too. Fails on a Streamlit exception box or a Vega warning in the browser's console.
+the explorer in presenter mode. The pages are those of the app's own navigation (the folded ones too), so a new page
+is photographed too. Fails on a Streamlit exception box or a Vega warning in the browser's console.
 Skipped like tests/browser/test_browser.py when Playwright or Chromium is missing.
 
 The README's pictures (docs/images/*.png: the explorer and a paper figure, first screens at 1280x720, palette PNGs
@@ -59,45 +59,64 @@ def shoot(page, folder, name: str) -> None:
         page.set_viewport_size(size)
 
 
-def nav_paths(page) -> list[str]:
-    """The URL paths of the sidebar's pages ("" for the first)."""
-    hrefs = page.locator('[data-testid="stSidebarNav"] a').evaluate_all("links => links.map(a => a.href)")
-    return [urlparse(h).path.strip("/") for h in hrefs]
+def nav_links(page):
+    """The sidebar's page links, every one: Streamlit folds those after the tenth under "View N more"."""
+    more = page.locator('[data-testid="stSidebarNavViewButton"]')
+    if more.count() and "more" in more.first.inner_text():
+        more.first.click()
+    return page.locator('[data-testid="stSidebarNav"] a')
+
+
+def shoot_both_sizes(page, name: str, first: int) -> int:
+    """`name` at both VIEWPORTS, starting with VIEWPORTS[first]; returns the index of the size the window is left at
+    (the next page starts there: one resize less a page). A resize starts no script run: the page is the same, its
+    charts redrawn to the new width, as a visitor at that size gets it."""
+    order = VIEWPORTS[first:] + VIEWPORTS[:first]
+    for width, height in order:
+        if page.viewport_size != {"width": width, "height": height}:
+            page.set_viewport_size({"width": width, "height": height})
+            settle(page, grace_ms=0)
+        folder = SCREENSHOTS / f"{width}x{height}"
+        folder.mkdir(parents=True, exist_ok=True)
+        shoot(page, folder, name)
+    return VIEWPORTS.index(order[-1])
 
 
 def test_screenshots_of_every_page(shipped_url):
+    """One visitor walks the sidebar's pages in turn (every page in its first state: no control is touched until
+    the explorer's head view at the end), each photographed at both sizes."""
     console = []
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
-            for width, height in VIEWPORTS:
-                folder = SCREENSHOTS / f"{width}x{height}"
-                folder.mkdir(parents=True, exist_ok=True)
-                page = browser.new_page(viewport={"width": width, "height": height})
-                page.set_default_timeout(WAIT_MS)
-                page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
-                page.goto(shipped_url)
+            width, height = VIEWPORTS[0]
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.set_default_timeout(WAIT_MS)
+            page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+            page.goto(shipped_url)
+            settle(page)
+            paths = [urlparse(h).path.strip("/")
+                     for h in nav_links(page).evaluate_all("links => links.map(a => a.href)")]
+            assert len(paths) >= 13 and "paper_figures" in paths and "lr_schedule" in paths, paths
+            size = 0
+            for n, path in enumerate(paths):
+                nav_links(page).nth(n).click()
                 settle(page)
-                paths = nav_paths(page)
-                assert len(paths) >= 7 and "paper_figures" in paths
-                for n, path in enumerate(paths):
-                    page.goto(f"{shipped_url}/{path}")          # a new session per page: each page's own defaults
-                    settle(page)
-                    assert page.locator('[data-testid="stException"]').count() == 0, path
-                    shoot(page, folder, f"{n + 1:02d}_{path or 'explorer'}")
+                assert urlparse(page.url).path.strip("/") == path, (path, page.url)
+                assert page.locator('[data-testid="stException"]').count() == 0, path
+                size = shoot_both_sizes(page, f"{n + 1:02d}_{path or 'explorer'}", size)
 
-                page.goto(shipped_url)
-                settle(page)
-                page.get_by_text("Head view (lines)", exact=True).click()
-                settle(page)
-                shoot(page, folder, "explorer_head_view")
-                page.get_by_text("Presenter mode", exact=True).click()
-                settle(page)
-                page.get_by_text("One head", exact=True).click()
-                settle(page)
-                shoot(page, folder, "explorer_presenter")
-                assert page.locator('[data-testid="stException"]').count() == 0
-                page.close()
+            nav_links(page).first.click()
+            settle(page)
+            page.get_by_text("Head view (lines)", exact=True).click()
+            settle(page)
+            size = shoot_both_sizes(page, "explorer_head_view", size)
+            page.get_by_text("Presenter mode", exact=True).click()
+            settle(page)
+            page.get_by_text("One head", exact=True).click()
+            settle(page)
+            shoot_both_sizes(page, "explorer_presenter", size)
+            assert page.locator('[data-testid="stException"]').count() == 0
         finally:
             browser.close()
     vega = [m for m in console if "Conflicting" in m or "WARN" in m and "legend" in m]

@@ -30,3 +30,12 @@ def test_resume_after_interruption_gives_the_same_weights(tmp_path):
     assert again["finished"] and again["final"] == whole["final"]
     a, b = (core.load_checkpoint(tmp_path / x / "out").model.state_dict() for x in "ab")
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_bf16_trains_with_fp32_weights_and_says_so_on_the_card(tmp_path):
+    summary = _run(tmp_path, "--precision", "bf16", "--steps", "50")
+    lm = core.load_checkpoint(tmp_path / "out")
+    assert summary["finished"] and lm.card.training["precision"] == "bf16"
+    assert all(p.dtype == torch.float32 for p in lm.model.parameters())
+    fp32 = _run(tmp_path / "fp32", "--steps", "50")
+    assert fp32["final"]["loss"] != summary["final"]["loss"]              # the bf16 matmuls did run

@@ -13,7 +13,7 @@ from tests.app.screens.test_imported_pages import imported  # noqa: E402,F401  (
 PAGES = REPO / "app" / "screens"
 KINDS = ("title", "header", "subheader", "markdown", "caption", "info", "warning", "error", "success", "text", "code")
 NEEDS_DATA = {("heads", "Syntax"): "eval", ("heads", "Atlas"): "eval", ("alignment", None): "eval",
-              ("paper_figures", None): "eval", ("qk", None): "newstest"}
+              ("paper_figures", "Figure 5: structure"): "eval", ("qk", None): "newstest"}
 
 
 @pytest.fixture
@@ -30,8 +30,8 @@ def run(page: str, tab: str | None = None) -> AppTest:
     at = AppTest.from_file(str(REPO / "app" / "main.py"), default_timeout=180)    # with the sidebar, as served
     at.switch_page(f"screens/{page}.py")
     at.session_state["checkpoint"] = "fsmt-tiny"
-    if tab:
-        at.session_state["heads_tab"] = tab
+    if tab:                                   # the page's tabs, by the key of its st.tabs
+        at.session_state[{"heads": "heads_tab", "paper_figures": "pf_tab"}[page]] = tab
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

@@ -15,6 +15,7 @@ from core.paths import REPO
 
 PAGES = REPO / "app" / "screens"
 NAME = "tiny-app"
+PAPER_TABS = {3: "Figure 3: long distance", 4: "Figure 4: anaphora", 5: "Figure 5: structure"}   # its st.tabs
 STEPS = (150, 300)
 
 
@@ -171,21 +172,34 @@ def test_checkpoint_page_replays_snapshots(with_tiny):
     assert ok(at) and title().startswith("Step 300") and "layer 2" in title()
 
 
+def paper_tab(figure: int, checkpoint: str) -> AppTest:
+    """The paper's figures page opened on Figure `figure`'s tab (the page draws the open tab alone)."""
+    at = AppTest.from_file(str(PAGES / "paper_figures.py"), default_timeout=60)
+    at.session_state["checkpoint"] = checkpoint
+    at.session_state["pf_tab"] = PAPER_TABS[figure]
+    return ok(at.run())
+
+
 def test_paper_figures_page_finds_and_draws_heads(with_tiny):
     at = ok(page("paper_figures", with_tiny))
     assert not at.error
     assert "index 4 (0-based)" in " ".join(c.value for c in at.caption)
-    verdicts = [m.value for m in list(at.warning) + list(at.success)]   # Figures 3 and 4: a link or plainly none
+    assert [s.key for s in at.selectbox if s.key.startswith("pf")] == [f"pf3_layer_{NAME}"]     # the open tab alone
+    verdicts, layers, titles = [], [], []           # Figures 3 and 4: a link or plainly none
+    for n in (3, 4, 5):
+        at = paper_tab(n, with_tiny)
+        verdicts += [m.value for m in list(at.warning) + list(at.success)]
+        layers.append(at.selectbox(key=f"pf{n}_layer_{NAME}"))
+        titles += [spec(c)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
     assert len(verdicts) == 2 and any("links 'its' to 'Law'" in v and "'application'" in v for v in verdicts)
-    layers = [at.selectbox(key=f"pf{n}_layer_{NAME}") for n in (3, 4, 5)]
     assert all(len(s.options) == 6 and s.options[4].startswith("5 (the paper's)") for s in layers)
-    heads4 = at.multiselect(key=f"pf4_heads_{NAME}_{layers[1].value}")
-    assert len(heads4.value) == 2
-    titles = [spec(c)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
     assert any("only the attentions of 'its'" in t for t in titles)
     assert any("Figure 5 score of every head" in t for t in titles)
+    at = paper_tab(4, with_tiny)
+    heads4 = at.multiselect(key=f"pf4_heads_{NAME}_{layers[1].value}")
+    assert len(heads4.value) == 2
     other = (layers[1].value + 1) % 6
-    layers[1].set_value(other).run()
+    at.selectbox(key=f"pf4_layer_{NAME}").set_value(other).run()
     ok(at)
     titles = [spec(c)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
     assert any(f"layer {other + 1}: full attentions" in t for t in titles)
@@ -194,7 +208,7 @@ def test_paper_figures_page_finds_and_draws_heads(with_tiny):
 
 
 def test_figure5_scores_heads_by_the_gold_arcs_they_follow(with_tiny):
-    at = ok(page("paper_figures", with_tiny))
+    at = paper_tab(5, with_tiny)
     keys = [c.key for c in at.get("plotly_chart")]
     gold = [k for k in keys if k.startswith("pf5_gold_") and k != "pf5_gold_grid"]
     assert len(gold) == 2 and "pf5_gold_grid" in keys and "pf5_grid" in keys      # two best; the baseline stays
