@@ -151,7 +151,7 @@ FAMILY_WORDS = {DECODER_ONLY: "a language model (the paper's decoder alone)",
 # and a target): "Alignment needs a translation model: ..."
 TRANSLATION_ONLY = {
     "alignment": "Alignment needs", "pronouns": "Which pronoun? needs", "how_it_writes": "How it writes needs",
-    "paper_figures": "The paper's figures need", "lesson": "The lesson needs", "qk": "Queries and keys needs",
+    "paper_figures": "The paper's figures need", "lesson": "The lesson needs",
     "real_head": "Following a real head needs", "syntax": "The syntax scores need",
     "ablation_bleu": "The BLEU change needs", "compare": "Comparing checkpoints needs",
     "contributions": "Beyond attention needs", "atlas": "The atlas needs", "ablation": "Switching heads off needs",

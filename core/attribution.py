@@ -35,13 +35,13 @@ is never changed.
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from .decoding_trace import forced_ids, spell
+from .embedding_gradients import DEFAULT_STEPS, EmbeddingScale, check_method, path_points, word_logprobs
 from .studies.alti_logit import logit_contributions
 from .tokenizer import merge_words, word_ids
 from .views import SPECIALS
@@ -50,8 +50,6 @@ METHODS = {"erasure": "leave one word out (its pieces deleted): the exact change
            "gradient": "gradient x input on the token embeddings",
            "integrated": "integrated gradients from zero token embeddings",
            "alti_logit": "ALTI-Logit: attention blocks' logit contributions, rolled out to the input words"}
-DEFAULT_STEPS = 64              # integrated gradients' quadrature points (the path wiggles: 16 miss by 20%)
-MAX_STEPS = 256
 BATCH_ROWS = 32                 # sequences in one padded pass (the erasure's variants, the integrated steps)
 
 
@@ -207,11 +205,7 @@ def _padded(tm, rows: list) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _word_logprobs(logits: torch.Tensor, rows: list) -> torch.Tensor:
     """(B, T, V) logits -> (B,) log P of each row's word: its pieces' log-probabilities summed."""
-    out = []
-    for b, (_, _, word, first) in enumerate(rows):
-        lp = logits[b, first: first + len(word)].float().log_softmax(-1)           # (K, V)
-        out.append(lp[torch.arange(len(word)), torch.tensor(word, device=logits.device)].sum())
-    return torch.stack(out)
+    return word_logprobs(logits, [(word, first) for _, _, word, first in rows])
 
 
 @torch.no_grad()
@@ -263,36 +257,12 @@ def erasure(tm, q: Question) -> tuple[np.ndarray, np.ndarray]:
 
 # --------------------------------------------------------------------------- gradients
 
-class EmbeddingFactors:
-    """Forward hooks that multiply each token embedding of one pass by a factor: src (B, S), tgt (B, T).
-
-    Only the pass of the calling thread, and only the id tensors given, are touched; `reached` says which sides
-    the hooks saw (a model whose embeddings are not model.src_embed / tgt_embed modules is refused)."""
+class EmbeddingFactors(EmbeddingScale):
+    """EmbeddingScale on a translation's two sides: each source embedding times src_factor (B, S), each decoder
+    input's times tgt_factor (B, T); `reached` says which sides the hooks saw."""
 
     def __init__(self, model, src, tgt, src_factor, tgt_factor):
-        self.model, self.owner, self.reached = model, threading.get_ident(), set()
-        self.sides = [(src, src_factor, "src"), (tgt, tgt_factor, "tgt")]
-        self.handles = []
-
-    def _hook(self, module, args, out):
-        if threading.get_ident() != self.owner:
-            return None
-        for ids, factor, side in self.sides:
-            if args and args[0] is ids:
-                self.reached.add(side)
-                return out * factor[..., None].to(out.dtype)
-        return None
-
-    def __enter__(self):
-        embeds = {id(m): m for m in (getattr(self.model, "src_embed", None), getattr(self.model, "tgt_embed", None))
-                  if isinstance(m, torch.nn.Module)}
-        self.handles = [m.register_forward_hook(self._hook) for m in embeds.values()]
-        return self
-
-    def __exit__(self, *exc):
-        for h in self.handles:
-            h.remove()
-        self.handles = []
+        super().__init__(model, [(src, src_factor, "src"), (tgt, tgt_factor, "tgt")])
 
 
 def _factor_grads(tm, q: Question, alphas: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
@@ -337,8 +307,7 @@ def gradient_x_input(tm, q: Question) -> tuple[np.ndarray, np.ndarray, dict]:
 
 def integrated_gradients(tm, q: Question, steps: int) -> tuple[np.ndarray, np.ndarray, dict]:
     """Integrated gradients from zero word embeddings, Gauss-Legendre with `steps` points on [0, 1]."""
-    nodes, w = np.polynomial.legendre.leggauss(steps)
-    alphas, weights = np.concatenate([(nodes + 1) / 2, [0.0]]), np.concatenate([w / 2, [0.0]])   # + the baseline
+    alphas, weights = path_points(steps)                                                  # + the baseline
     g_src, g_tgt, odds = _factor_grads(tm, q, alphas, weights)
     # start, end and language tokens stay at 1 along the path: they take no part in the integral
     g_src[np.asarray(q.src_word) < 0], g_tgt[np.asarray(q.tgt_word, dtype=int) < 0] = 0.0, 0.0
@@ -363,10 +332,7 @@ def alti_logit(tm, q: Question) -> tuple[np.ndarray, np.ndarray, dict]:
 def contrast(tm, text: str, prefix, chosen, other, method: str = "erasure",
              steps: int = DEFAULT_STEPS) -> Contrast:
     """TranslationModel.contrast: see the module's docstring."""
-    if method not in METHODS:
-        raise ValueError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}.")
-    if not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
-        raise ValueError(f"steps must be a whole number from 1 to {MAX_STEPS}, not {steps!r}.")
+    check_method(method, steps, METHODS)
     q = question(tm, text, prefix, chosen, other)
     lp_c, lp_o, cross = _whole(tm, q)
     extra = {}

@@ -20,6 +20,8 @@ from app.sidebar import presenter_mode
 from app.text import md_escape
 from app.why import why_section
 from app.words import words_toggle
+from app.checkpoints import DECODER_ONLY, model_family
+from app.lm import writing as lm_writing
 from app.lm.common import translation_or_stop
 from core.decoding_trace import spell
 from core.tokenizer import display_pieces
@@ -254,7 +256,10 @@ def greedy_and_beam(ckpt, src: str, beam: int, alpha: float) -> None:
 
 
 ckpt, model = cache.model_or_stop()
-translation_or_stop("how_it_writes", model)      # a language model: one line why not
+if model_family(model) == DECODER_ONLY:          # a language model writes too: after a prompt
+    lm_writing.page(ckpt, model)
+    st.stop()
+translation_or_stop("how_it_writes", model)      # an encoder-only model: one line why not
 link = link_params(model.cfg)
 url_state.restore("how_it_writes", link)
 start_values(model)

@@ -1,18 +1,19 @@
 """Queries and keys: a global view of one head, its query and key vectors over ~200 sentences in one 2-D picture
-(AttentionViz, Yeh et al. 2023). The math is in core.studies.qk, the figures in app.figures.qk; a click on a point opens
-that sentence's map for the same head. Everything is cached per checkpoint version (app.cache, qk_*).
+(AttentionViz, Yeh et al. 2023); on a language model, one head of the text typed (app.lm.qk_page). The math is in
+core.studies.qk, the figures in app.figures.qk; a click on a point opens that sentence's map for the same head.
+Everything is cached per checkpoint version (app.cache, qk_*).
 """
 import numpy as np
 import streamlit as st
 
 from app import cache, url_state
-from app.checkpoints import UNTRAINED, languages
+from app.checkpoints import UNTRAINED, is_language_model, languages
 from app.data_notice import offer_download
 from app.display import clicked_numbers, show_figure
 from app.figures.attention import heatmap_figure
 from app.figures.qk import COLOR_BY, frequent_words, mark_token, word_label
 from app.text import md_escape
-from app.lm.common import translation_or_stop
+from app.lm import qk_page
 from core.datasets import how_to_get
 from core.studies import qk
 from core.views import DECODER_ROWS, KINDS, SHORT, attention_view
@@ -235,7 +236,9 @@ def one_sentence(ckpt, c: dict, clicked) -> None:
 
 st.title("Queries and keys")
 ckpt, model = cache.model_or_stop()
-translation_or_stop("qk", model)      # a language model: one line why not
+if is_language_model(model):          # one text typed, one head: its own page
+    qk_page.page(ckpt, model)
+    st.stop()
 explanation(ckpt.name)
 choice = controls(vectors(ckpt))
 with st.expander("How the picture is made, and why moving the keys changes no attention"):

@@ -9,7 +9,9 @@ from app.figures.sdpa import (SCALED, UNSCALED, attention_steps, collapse_chart,
                               matrix_figure, random_query_keys, scaled_and_unscaled, token_labels, values_table,
                               vector_summary, walk_figure, weights_chart)
 from app.text import md_escape
-from app.lm.common import needs_translation
+from app.checkpoints import is_language_model
+from app.lm.explorer import default_text
+from core.studies.lm_steps import capture_lm
 from core.studies.step_by_step import walk
 from core.views import KINDS, SHORT
 
@@ -84,6 +86,24 @@ def why_scale() -> None:
                     "sdpa_collapse", key="sdpa_collapse")
 
 
+@st.cache_resource(max_entries=8, show_spinner="Reading the text…")
+def lm_steps(key, text: str, layer: int, _model):
+    """One text's queries, keys and values of one layer of a language model (core.studies.lm_steps)."""
+    return capture_lm(_model, text, layer)
+
+
+def lm_controls(model) -> dict:
+    """A language model: the text, and which layer and head to follow (one kind of attention)."""
+    cfg = model.cfg
+    if not st.session_state.get("sdpa_lm_text"):
+        st.session_state.sdpa_lm_text = st.session_state.get("lm_text") or default_text(model)
+    text = st.text_input("Text (the model reads it, then we follow one head)", key="sdpa_lm_text")
+    c1, c2 = st.columns(2)
+    layer = c1.selectbox("Layer", range(cfg.N), key="sdpa_lm_layer", format_func=lambda i: f"{i + 1} of {cfg.N}")
+    head = c2.selectbox("Head", range(cfg.h), key="sdpa_lm_head", format_func=lambda i: f"{i + 1} of {cfg.h}")
+    return dict(src=text, kind="self", layer=layer, head=head)
+
+
 def real_controls(model) -> dict:
     """The sentence, and which attention, layer, head and query word to follow."""
     cfg = model.cfg
@@ -114,8 +134,7 @@ def real_head() -> None:
     """The same four steps on one query of a real head of the loaded checkpoint, with its own numbers."""
     st.header("The same steps inside the real model")
     key, model = cache.model_or_stop()
-    if needs_translation("real_head", model):         # a language model: one line why not
-        return
+    lm = is_language_model(model)
     cfg = model.cfg
     split = f" (d_model / h = {cfg.d_model} / {cfg.h})" if cfg.d_k * cfg.h == cfg.d_model else ""
     st.write(f"Now the model picked in the sidebar ({md_escape(key.name)}). In every head, each word's vector x "
@@ -124,25 +143,35 @@ def real_head() -> None:
              f"Pick a word: we follow its query through the four steps, with the first {N_SHOWN} of the "
              f"{cfg.d_k} numbers written out and the rest summed up.")
     # a T5 model: its own formula, not the paper's (core.model.position_bias)
-    score = None if cfg.scale_scores else "q·k + position bias" if cfg.positions == "relative" else "q·k"
+    score = None if lm or cfg.scale_scores else "q·k + position bias" if cfg.positions == "relative" else "q·k"
     if score:
         st.info("This model does not use the paper's formula: like T5, it does not divide by √d_k"
                 + (", and adds to each score a learned bias b(j − i) of its head and of the distance from the query "
                    "to the key (the Positional encoding page draws it): softmax(q·k + b) v. The steps below are "
                    "its own." if cfg.positions == "relative" else ": softmax(q·k) v. The steps below are its own."))
-    c = real_controls(model)
+    c = lm_controls(model) if lm else real_controls(model)
     try:
-        steps = cache.head_steps(key, c["src"], c["kind"], c["layer"])
+        steps = (lm_steps(key, c["src"], c["layer"], model) if lm
+                 else cache.head_steps(key, c["src"], c["kind"], c["layer"]))
     except ValueError as e:                                 # an empty sentence and the like, in core's words
         st.warning(str(e))
         return
     rows, cols = token_labels(steps.rows), token_labels(steps.cols)
-    st.markdown(f"The model's translation: **{md_escape(steps.result.tgt) or '(empty)'}**")
+    if not lm:
+        st.markdown(f"The model's translation: **{md_escape(steps.result.tgt) or '(empty)'}**")
+    elif getattr(cfg, "positions", None) == "rotary":
+        st.caption("This model turns each query and key by its position (rotary, drawn on the Positional encoding "
+                   "page): the q and k below are the turned ones, the ones the scores are made of.")
     row = st.selectbox("Follow the query of", range(len(rows)), key=f"sdpa_real_row_{c['kind']}",
                        index=min(1, len(rows) - 1), format_func=rows.__getitem__,
                        help="Decoder rows are decoding steps, each labelled by the word it writes.")
     w = walk(steps, c["head"], row, N_SHOWN)
-    where = f"{KINDS[c['kind']].lower()}, layer {c['layer'] + 1}, head {c['head'] + 1}"
+    groups = model.kv_groups() if lm and hasattr(model, "kv_groups") else []
+    shared = next((g for g in groups if c["head"] in g and len(g) > 1), None)
+    if shared:
+        st.caption(f"Grouped-query attention: heads {', '.join(str(h + 1) for h in shared)} share these keys and "
+                   "values; each has its own query.")
+    where = f"{'self-attention' if lm else KINDS[c['kind']].lower()}, layer {c['layer'] + 1}, head {c['head'] + 1}"
     d_k = steps.d_k
     st.subheader("1. The query")
     st.markdown(md_escape(f"The query of {rows[row]} in {where}: {vector_summary('q', w.q, w.shown)}."))
@@ -150,8 +179,8 @@ def real_head() -> None:
     masked = int((~w.allowed).sum())
     st.markdown(md_escape(f"q·k multiplies the numbers of q and k pairwise and adds up all {d_k} products: the "
                           f"first {len(w.shown)} are written out, the other {d_k - len(w.shown)} added in one column.")
-                + (f" The {masked} keys after this step are masked (the decoder may not look ahead): weight 0."
-                   if masked else ""))
+                + (f" The {masked} keys after this {'token' if lm else 'step'} are masked (the decoder may not look "
+                   "ahead): weight 0." if masked else ""))
     numbers_table(keys_table(w, cols, score))
     st.subheader(f"3. Divide by √d_k = √{d_k} = {d_k ** 0.5:.2f}, and 4. softmax" if score is None else
                  f"3. {'Add the position bias (no ÷ √d_k)' if 'bias' in score else 'No ÷ √d_k'}, and 4. softmax")

@@ -42,7 +42,12 @@ def test_a_live_run_redraws_itself_and_is_watched_from_another_tab(app_url):
             f"() => /step ([\\d,]+) of/.test(document.body.innerText) && "
             f"parseInt(document.body.innerText.match(/step ([\\d,]+) of/)[1].replace(',', '')) > {first}")
         page.screenshot(path=str(ARTIFACTS / "watch_it_learn_running.png"))
+        # its starter stops it (a run's own end, "finished", is tests/app/screens/test_watch_it_learn.py's): the
+        # page ends with the run's speed
+        page.get_by_role("button", name="Stop").click()
         page.get_by_text(re.compile(r"^Done: [\d,]+ steps in")).wait_for()
+        assert re.search(r"· (stopped|finished)$", page.get_by_text(re.compile(r"Started by Ms Smith")).first
+                         .text_content())
         assert page.locator(".js-plotly-plot").count() == 2
         assert not page.locator("[data-testid='stException']").count()
         page.screenshot(path=str(ARTIFACTS / "watch_it_learn_done.png"), full_page=True)
