@@ -17,7 +17,7 @@ from tests.helpers import tiny_model
 
 MAIN = str(REPO / "app" / "main.py")
 NO_CHECKPOINT = {"heatmap_frame", "pronoun_set", "gold_pairs", "_ud_sentences", "collapse_table",   # labels, data
-                 "toy_runs", "toy_figures", "copy_runs", "copy_figures"}                              # Watch it learn trains a model of its own
+                 "toy_runs", "toy_figures", "copy_runs", "copy_figures"}      # Watch it learn trains models of its own
 
 
 @pytest.fixture
