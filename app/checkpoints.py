@@ -152,11 +152,14 @@ FAMILY_WORDS = {DECODER_ONLY: "a language model (the paper's decoder alone)",
 TRANSLATION_ONLY = {
     "alignment": "Alignment needs", "pronouns": "Which pronoun? needs", "how_it_writes": "How it writes needs",
     "paper_figures": "The paper's figures need", "lesson": "The lesson needs",
-    "real_head": "Following a real head needs", "syntax": "The syntax scores need",
+    "syntax": "The syntax scores need",
     "ablation_bleu": "The BLEU change needs", "compare": "Comparing checkpoints needs",
-    "contributions": "Beyond attention needs", "atlas": "The atlas needs", "ablation": "Switching heads off needs",
+    "contributions": "Beyond attention needs", "ablation": "Switching heads off needs",
     "snapshots": "Scoring the attention snapshots needs",
 }
+# pages of TRANSLATION_ONLY that a decoder-only model works on too (it writes): an encoder-only one is told so
+WRITERS = {"how_it_writes"}
+WRITER_WORDS = "a model that writes (a translation model or a decoder-only language model like GPT-2)"
 
 
 def model_family(model) -> str:
@@ -171,8 +174,12 @@ def is_language_model(model) -> bool:
 
 def family_problem(page: str, name: str, family: str) -> str | None:
     """One line on why a page needs a translation model when `family` is not one, or None."""
-    if family == DEFAULT or page not in TRANSLATION_ONLY:
+    if family == DEFAULT or page not in TRANSLATION_ONLY or (page in WRITERS and family == DECODER_ONLY):
         return None
+    if page in WRITERS:
+        return (f"{TRANSLATION_ONLY[page]} {WRITER_WORDS}: {checkpoint_label(name)} is "
+                f"{FAMILY_WORDS.get(family, family)}, which fills blanks but does not write. Pick such a checkpoint "
+                "in the sidebar.")
     return (f"{TRANSLATION_ONLY[page]} a translation model: {checkpoint_label(name)} is "
             f"{FAMILY_WORDS.get(family, family)}. Pick a translation checkpoint in the sidebar.")
 

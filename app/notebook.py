@@ -199,6 +199,9 @@ def head_atlas(tm: TranslationModel, compute: bool = True) -> go.Figure:
     from app.figures.atlas import atlas_figure
     from core.studies import atlas as core_atlas
     found = core_atlas.read_atlas(tm.folder) if tm.folder else None
+    if found is None and is_language_model(tm) and compute:
+        from core.studies.lm_atlas import compute_lm_atlas
+        found = compute_lm_atlas(tm, name=tm.card.name or "")
     if found is None:
         sentences, pairs, notes = core_atlas.load_corpora(languages(tm.card))
         if not compute or not (sentences or pairs):
@@ -232,9 +235,14 @@ def report(tm: TranslationModel, src: str, tgt: str | None = None, beam: int = 1
            path: str | Path | None = None) -> str:
     """One sentence's every map (each kind, layer and head, switchable) with its translation, the checkpoint's name
     and card summary and the date, as one HTML file that opens offline (Plotly's JavaScript inside, ~5 MB); returned
-    as text, and written to `path` when given."""
-    page = sentence_report(tm.attend(src, tgt, beam=beam), tm.card.name or "checkpoint",
-                           describe_model(tm.card, tm.cfg), words=words)
+    as text, and written to `path` when given. A language model: its text's self-attention, what it makes of the
+    text, and the head finder's grids (app/lm/report.py; tgt: an encoder-only model's second sentence)."""
+    if is_language_model(tm):
+        from app.lm.report import report as lm_report
+        page = lm_report(tm, src, tgt)
+    else:
+        page = sentence_report(tm.attend(src, tgt, beam=beam), tm.card.name or "checkpoint",
+                               describe_model(tm.card, tm.cfg), words=words)
     if path is not None:
         atomic_write(path, page)              # the project's one atomic write: never half a report on disk
     return page

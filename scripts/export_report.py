@@ -7,6 +7,10 @@ file opens in a browser with no network and no Python (app.figures.report, as th
 
 Writes reports/01_the-cat-sat-on-the-mat.html and so on (one sentence a line in --file; empty lines are skipped) and
 prints each file's size (about 5 MB: Plotly's 4.8 MB and the maps).
+
+A language model (GPT-2, Llama, BERT) gets its text's self-attention (every layer and head), its next-token guess
+or its [MASK] fillers, and the head finder's grids (induction and sink scores: app/lm/report.py), scored once for
+all its texts. Its maps are always by token: --pieces does not apply to it.
 """
 from __future__ import annotations
 
@@ -14,9 +18,12 @@ import sys
 from pathlib import Path
 
 from app.figures.report import megabytes
+from app.checkpoints import is_language_model
+from app.lm import report as lm_report
 from app.notebook import load, report
 from app.url_state import slug
 from core import CheckpointError
+from core.checkpoint import atomic_write
 from scripts import cli
 
 
@@ -25,10 +32,20 @@ def file_name(number: int, sentence: str) -> str:
     return f"{number:02d}_{slug(' '.join(sentence.split()[:6]))[:50] or 'sentence'}.html"
 
 
+def write_report(tm, sentence: str, path: Path, grids: list | None, pieces: bool) -> str:
+    """One sentence's report written to `path`: a language model's (grids: its head grids, scored once), else a
+    translation model's."""
+    if grids is None:
+        return report(tm, sentence, words=not pieces, path=path)
+    page = lm_report.report(tm, sentence, grids=grids)
+    atomic_write(path, page)              # the project's one atomic write: never half a report on disk
+    return page
+
+
 def main(argv=None) -> int:
     p = cli.parser(__doc__, summary=True)
     cli.add_checkpoint(p, help="a " + cli.CHECKPOINT_HELP + ", or a folder name in checkpoints/")
-    p.add_argument("sentences", nargs="*", help="English sentences, one report each")
+    p.add_argument("sentences", nargs="*", help="English sentences (a language model's texts), one report each")
     p.add_argument("--file", help="a text file of sentences, one a line")
     p.add_argument("--out", required=True, help="folder for the HTML files")
     p.add_argument("--pieces", action="store_true", help="show the model's pieces instead of whole words")
@@ -52,11 +69,18 @@ def main(argv=None) -> int:
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    grids = None
+    if is_language_model(tm):
+        if args.pieces:
+            print("A language model's maps are always shown by its tokens: --pieces changes nothing.",
+                  file=sys.stderr)
+        print("Scoring every head (the head finder's grids) once for all the texts…")
+        grids = lm_report.head_grids(tm)
     failed = 0
     for number, sentence in enumerate(sentences, 1):
         path = out / file_name(number, sentence)
         try:
-            page = report(tm, sentence, words=not args.pieces, path=path)
+            page = write_report(tm, sentence, path, grids, args.pieces)
         except ValueError as e:                     # e.g. a sentence the model cannot read: said, the rest go on
             print(f"{number}/{len(sentences)} skipped: {e}", file=sys.stderr)
             failed += 1

@@ -29,7 +29,7 @@
 # (30), VALID_EVERY (1000 steps), PROBE_EVERY (1000), COMPILE_BACKEND (inductor), PEAK_TFLOPS (989, the H100/H200 bf16
 # dense peak; on a CPU a measured matmul), VOCAB (8000, for a raw corpus), EXTRA (more train.py options).
 # CI rehearses it on the CPU with PRESET=tiny on a toy corpus (tests/scripts/test_gpu_run.py), the step compiled by
-# COMPILE_BACKEND=aot_eager (traced as on the GPU, but no C++ to build).
+# COMPILE_BACKEND=eager (the graphs captured by TorchDynamo as on the GPU, run eagerly: seconds, not a minute).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

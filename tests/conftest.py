@@ -9,7 +9,7 @@ import torch
 
 
 import core
-from tests.helpers import CORPUS, tiny_model, train_toy_model, toy_batch
+from tests.helpers import CORPUS, tiny_model, toy_batch, toy_transformer, train_toy_model
 
 # Tiny models run far faster on one thread, and the machine's cores are shared with training runs.
 torch.set_num_threads(1)
@@ -27,8 +27,20 @@ def no_hub_and_own_caches(tmp_path_factory):
         yield
 
 @pytest.fixture(scope="session")
-def toy_model():
-    return train_toy_model()
+def toy_model(tmp_path_factory):
+    """The toy model, trained once per test run: the first pytest-xdist worker to need it trains it and saves its
+    weights beside every worker's temporary folder; the others wait on the lock and load them (the same weights)."""
+    import os
+    from filelock import FileLock
+    from safetensors.torch import load_model, save_model
+    base = tmp_path_factory.getbasetemp()
+    weights = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "toy_model.safetensors"
+    with FileLock(str(weights) + ".lock"):
+        if not weights.exists():
+            save_model(train_toy_model(), str(weights))
+    model = toy_transformer()
+    load_model(model, str(weights))
+    return model.eval()
 
 
 @pytest.fixture(scope="session")

@@ -47,11 +47,16 @@ def toy_batch(n: int, generator: torch.Generator):
         expected.append(s.flip(0).tolist())
     return src, tgt, expected
 
+def toy_transformer(seed: int = 0) -> core.Transformer:
+    """The toy task's untrained model: preset("tiny") for the toy vocabulary."""
+    torch.manual_seed(seed)
+    return core.Transformer(core.preset("tiny", vocab_size=TOY_VOCAB, max_len=32))
+
+
 def train_toy_model(steps: int = 400, seed: int = 0) -> core.Transformer:
     """preset("tiny") trained to reverse sequences: Adam, warm-up + cosine decay, ~7 s on one core."""
-    torch.manual_seed(seed)
-    cfg = core.preset("tiny", vocab_size=TOY_VOCAB, max_len=32)
-    model = core.Transformer(cfg)
+    model = toy_transformer(seed)
+    cfg = model.cfg
     opt = torch.optim.Adam(model.parameters(), lr=5e-3, betas=(0.9, 0.98), eps=1e-9)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda i: min(1.0, (i + 1) / 50) * 0.5 * (1 + math.cos(math.pi * min(i, steps) / steps)))

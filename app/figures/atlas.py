@@ -14,21 +14,33 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from app.figures.tokens import safe
-from core.studies.atlas import KINDS, ROLES
+from core.studies.atlas import EVERY_KIND, ROLES
 from core.views import KINDS as KIND_NAMES
 
 COLOURS = {   # one colour per role; resting and "no role" in greys: they are the absence of work
     "previous": "#1f77b4", "next": "#17becf", "syntax": "#2ca02c", "long": "#d62728", "anaphora": "#9467bd",
-    "alignment": "#ff7f0e", "next_source": "#e377c2", "resting": "#b0b0b0", None: "#eeeeee",
+    "alignment": "#ff7f0e", "next_source": "#e377c2", "induction": "#8c564b", "duplicate": "#bcbd22",
+    "resting": "#b0b0b0", "sink": "#c7c7c7", None: "#eeeeee",
 }
 LABELS = {"previous": "prev", "next": "next", "syntax": "syn", "long": "long", "anaphora": "ana",
-          "alignment": "align", "next_source": "src", "resting": "rest", None: "–"}
+          "alignment": "align", "next_source": "src", "induction": "ind", "duplicate": "dup", "resting": "rest",
+          "sink": "sink", None: "–"}
 ORDER = list(COLOURS)
 
 
 def role_name(role: str | None) -> str:
     """What a role means, for a legend or a table ("no role above its baseline" for None)."""
     return ROLES.get(role, "no role above its baseline")
+
+
+def kinds_of(atlas: dict) -> list[str]:
+    """The kinds of attention an atlas has heads of, in the pages' order (a language model's one: "self")."""
+    return [k for k in EVERY_KIND if atlas["heads"].get(k)]
+
+
+def kind_name(atlas: dict, kind: str) -> str:
+    """What a kind of attention is called: the atlas' own name for it (a language model's), else the pages'."""
+    return atlas.get("names", {}).get(kind) or KIND_NAMES.get(kind, kind)
 
 
 def _grid(entries: list, field: str):
@@ -55,8 +67,8 @@ def atlas_figure(atlas: dict, title: str = "What every head does most, over a co
 
     Streamlit reports clicks on scatter points, not on heatmap cells: each cell carries an invisible marker with
     customdata (kind index, layer, head), layers and heads from 1, and the hover text."""
-    kinds = [k for k in KINDS if atlas["heads"].get(k)]
-    fig = make_subplots(1, len(kinds), subplot_titles=[KIND_NAMES[k] for k in kinds], horizontal_spacing=0.06)
+    kinds = kinds_of(atlas)
+    fig = make_subplots(1, len(kinds), subplot_titles=[kind_name(atlas, k) for k in kinds], horizontal_spacing=0.06)
     n = len(ORDER)
     scale = [[pos, COLOURS[role]] for i, role in enumerate(ORDER) for pos in (i / n, (i + 1) / n)]
     for col, kind in enumerate(kinds, 1):
@@ -69,7 +81,7 @@ def atlas_figure(atlas: dict, title: str = "What every head does most, over a co
                       1, col)
         fig.add_trace(go.Scatter(x=[e["head"] for e in entries], y=[e["layer"] for e in entries], mode="markers",
                                  marker=dict(size=26, color="rgba(0,0,0,0)", symbol="square"), showlegend=False,
-                                 customdata=[[KINDS.index(kind), e["layer"], e["head"]] for e in entries],
+                                 customdata=[[EVERY_KIND.index(kind), e["layer"], e["head"]] for e in entries],
                                  hovertext=[_hover(e) for e in entries], hovertemplate="%{hovertext}<extra></extra>"),
                       1, col)
         fig.update_xaxes(title_text="head", dtick=1, range=[0.5, z.shape[1] + 0.5], showgrid=False, zeroline=False,

@@ -1,12 +1,12 @@
 """The Atlas tab of "What heads do": every head of every kind coloured by its strongest role over a corpus
-(core.studies.atlas), read from the checkpoint's atlas.json (scripts/compute_atlas.py) or computed here on demand;
-click a head (or pick it) for its scores and the corpus sentences where it does its role most, each a link to the
-explorer."""
+(core.studies.atlas; a language model's self-attention: core.studies.lm_atlas, for app/lm/heads.py), read from the
+checkpoint's atlas.json (scripts/compute_atlas.py) or computed here on demand; click a head (or pick it) for its
+scores and the corpus sentences where it does its role most, each a link to the explorer."""
 from pathlib import Path
 
 import streamlit as st
 
-from app.checkpoints import UNTRAINED, languages
+from app.checkpoints import UNTRAINED, is_language_model, languages
 from app.data_notice import offer_download
 from app.display import clicked_numbers, show_figure
 from app.figures import atlas as figs
@@ -14,7 +14,7 @@ from app.heads_tabs.common import KEEP
 from app.text import md_escape
 from core.paths import portable
 from core.studies import atlas as core_atlas
-from core.views import KINDS as KIND_NAMES
+from core.studies import lm_atlas
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -37,23 +37,27 @@ def compute_here(ckpt, model) -> dict | None:
     saved = st.session_state.get("heads_atlas")
     if saved and saved[0] == ckpt:
         return saved[1]
-    sentences, pairs, notes = core_atlas.load_corpora(languages(model.card))
-    for note in notes:
-        st.info(note)
-    if any("get_data.py" in note for note in notes):
-        offer_download("eval", "heads_atlas_fetch")
-    if not sentences and not pairs:
-        st.warning("No corpus fits this model, so there is no atlas to draw.")
-        return None
+    if is_language_model(model):                 # the probe sentences ship with the code: nothing to fetch
+        def compute(progress):
+            return lm_atlas.compute_lm_atlas(model, name=ckpt.name, progress=progress)
+    else:
+        sentences, pairs, notes = core_atlas.load_corpora(languages(model.card))
+        for note in notes:
+            st.info(note)
+        if any("get_data.py" in note for note in notes):
+            offer_download("eval", "heads_atlas_fetch")
+        if not sentences and not pairs:
+            st.warning("No corpus fits this model, so there is no atlas to draw.")
+            return None
+        def compute(progress):
+            return core_atlas.compute_atlas(model, sentences, pairs, ckpt.name, progress=progress)
     if model.folder and ckpt.name != UNTRAINED:
         st.caption(f"Computed once, it is saved as {core_atlas.FILE} in the checkpoint's folder: "
                    f"`python scripts/compute_atlas.py {portable(model.folder)}` does the same.")
     if not st.button("Compute the atlas (a minute or a few on a laptop)", key="heads_atlas_go"):
         return None
     bar = st.progress(0.0, text="Starting…")
-    result = core_atlas.compute_atlas(model, sentences, pairs, ckpt.name,
-                                      progress=lambda done, total, text: bar.progress(min(done / total, 1.0),
-                                                                                      text=text))
+    result = compute(lambda done, total, text: bar.progress(min(done / total, 1.0), text=text))
     bar.empty()
     try:
         if model.folder and ckpt.name != UNTRAINED:
@@ -66,15 +70,16 @@ def compute_here(ckpt, model) -> dict | None:
 
 def pick_head(atlas: dict, chart) -> tuple[str, dict]:
     """(kind, head entry) picked by a click on the figure or by the selectors below it."""
-    kinds = [k for k in core_atlas.KINDS if atlas["heads"].get(k)]
+    kinds = figs.kinds_of(atlas)
     picked = clicked_numbers(chart, 3)
     if picked and picked != st.session_state.get("heads_atlas_clicked"):      # a new click, not the last one kept
         st.session_state.heads_atlas_clicked = picked
-        kind = core_atlas.KINDS[int(picked[0])]
+        kind = core_atlas.EVERY_KIND[int(picked[0])]
         st.session_state.heads_atlas_kind = kind
         st.session_state[f"heads_atlas_head_{kind}"] = (int(picked[1]), int(picked[2]))
     c1, c2 = st.columns([1, 2])
-    kind = c1.selectbox("Attention", kinds, format_func=KIND_NAMES.get, key="heads_atlas_kind", persist_state=KEEP)
+    kind = c1.selectbox("Attention", kinds, format_func=lambda k: figs.kind_name(atlas, k), key="heads_atlas_kind",
+                        persist_state=KEEP)
     entries = {(e["layer"], e["head"]): e for e in atlas["heads"][kind]}
     layer_head = c2.selectbox("Head", list(entries), key=f"heads_atlas_head_{kind}", persist_state=KEEP,
                               format_func=lambda lh: f"layer {lh[0]}, head {lh[1]}: "
@@ -110,10 +115,12 @@ def atlas_tab(ckpt, model) -> None:
         return
     chart = show_figure(figs.atlas_figure(atlas), f"atlas_{ckpt.name}", key="heads_atlas_chart",
                         on_select="rerun", selection_mode="points")
-    corpus = "; ".join(f"{KIND_NAMES[k]}: {c}" for k, c in atlas["corpus"].items())
+    corpus = "; ".join(f"{figs.kind_name(atlas, k)}: {c}" for k, c in atlas["corpus"].items())
+    baselines = ("a random pick among the tokens a row sees" if "family" in atlas
+                 else "a random pick, the best fixed offset, the diagonal alignment")
     st.caption(f"Each head's strongest role: how often its strongest link is the one the role names, against that "
-               f"role's baseline (a random pick, the best fixed offset, the diagonal alignment); a role counts at "
-               f"{atlas['margin']:g} points or more over it; resting only for a head with no other role. Measured "
-               f"on {corpus}, {atlas['date']}. Click a head, or pick it below.")
+               f"role's baseline ({baselines}); a role counts at {atlas['margin']:g} points or more over it; "
+               f"resting (a sink) only for a head with no other role. Measured on {corpus}, {atlas['date']}. "
+               "Click a head, or pick it below.")
     kind, entry = pick_head(atlas, chart)
     head_details(ckpt, atlas, kind, entry)

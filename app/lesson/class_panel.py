@@ -28,6 +28,8 @@ SHOWABLE = {"explorer": "Attention explorer", "how_it_writes": "How it writes"} 
 PRIVATE = url_state.PRIVATE    # query parameters never copied into a link
 SCREENS = Path(__file__).parent.parent / "screens"
 FOLLOW_LOG, LIVE_LOG = "class/follow", "class/live"    # how the follow loop and the teacher's bars log a run
+SEAT_COOKIE = "attn_seat_"     # + the class code: this browser's seat in that class (its token), for the join link
+SEAT_DAYS = 1                  # how long a browser remembers its seat (a class lasts a lesson)
 
 
 @st.cache_resource(show_spinner=False)
@@ -60,6 +62,8 @@ def _wrong() -> None:
 
 
 def _leave(message: str | None = None) -> None:
+    if seat() is not None:
+        st.session_state.class_cookie = (seat().code, "")       # this browser forgets its seat
     for key in ("class_seat", "class_secret", "class_seen", "class_view_seen"):
         st.session_state.pop(key, None)
     for key in ("class", "seat"):
@@ -118,17 +122,50 @@ def from_link() -> None:
             return
         mine = seat()
         if wanted_class and not secret() and (mine is None or cs.normal_code(wanted_class) != mine.code):
-            returning = Seat(cs.normal_code(wanted_class), st.query_params.get("seat", ""))
-            try:
-                store().check_seat(returning)                # back after a reload or a restart: the same seat
+            if (returning := _returning(cs.normal_code(wanted_class))) is not None:
                 st.session_state.update(class_seat=returning, class_message=None)
-            except ClassNotFound:
+                st.query_params.update({"class": returning.code, "seat": returning.token})
+            else:
                 join(wanted_class)
         elif mine is not None and (st.query_params.get("class") != mine.code
                                    or st.query_params.get("seat") != mine.token):
             st.query_params.update({"class": mine.code, "seat": mine.token})    # another page dropped them
     except ClassStoreError as e:
         st.session_state.class_message = str(e)
+
+
+def seat_cookie(code: str) -> str:
+    """The seat token this browser's cookie holds for a class ("" if none), as sent when the session opened."""
+    return st.context.cookies.get(SEAT_COOKIE + code, "")
+
+
+def _returning(code: str) -> Seat | None:
+    """The seat this browser already has in the class, if any: the one in its address (a reload, a restart, a tab
+    back online), else the one its cookie remembers (the join link opened again on the same device)."""
+    for token in (st.query_params.get("seat", ""), seat_cookie(code)):
+        if token:
+            try:
+                store().check_seat(Seat(code, token))
+                return Seat(code, token)
+            except ClassNotFound:
+                pass
+    return None
+
+
+def _remember_seat() -> None:
+    """Writes this session's seat (or its forgetting, after Leave) to the browser's cookie, once a session: the
+    join link opened again on this device then finds the seat instead of making a second student."""
+    mine = seat()
+    code, token = (mine.code, mine.token) if mine else st.session_state.get("class_cookie", (None, None))
+    if code is None or st.session_state.get("class_cookie_sent") == (code, token):
+        return
+    st.session_state.class_cookie_sent = st.session_state.class_cookie = (code, token)
+    if seat_cookie(code) == token:
+        return                                         # the browser sent it with this session already
+    age = SEAT_DAYS * 86400 if token else 0
+    # code and token are the store's (letters, digits, "-" and "_"): safe in the script; at the sidebar's foot
+    st.html(f"<script>document.cookie = '{SEAT_COOKIE}{code}={token}; path=/; max-age={age}; SameSite=Lax';"
+            "</script>", unsafe_allow_javascript=True)
 
 
 _this_run: ContextVar = ContextVar("class_state", default=None)    # (state,) once read in this script run
@@ -184,6 +221,8 @@ def sync(state: ClassState | None, page: str) -> None:
 @st.fragment(run_every=FOLLOW_SECONDS)
 def _follow(code: str) -> None:
     """Asks the store whether the teacher changed anything (one small query); if so, the whole page follows."""
+    if st.session_state.pop("class_just_read", False):
+        return                      # drawn by a full run, which read the class's state (and its version) just now
     started = time.perf_counter()
     try:
         version = store().version(code)
@@ -319,6 +358,7 @@ def sidebar_panel(page: str) -> None:
             _student_box(state)
     if state is not None and not state.ended:
         sync(state, page)
+        st.session_state.class_just_read = True        # _follow's first run, inline in this one, need not ask again
         with st.sidebar:
             _follow(state.code)
     elif state is None and (seat() or secret()):       # in a class, its store unreachable now: back when it is
@@ -326,6 +366,8 @@ def sidebar_panel(page: str) -> None:
             _until_back()
     if code := st.session_state.pop("class_show_code", None):
         show_code(code)
+    with st.sidebar:
+        _remember_seat()
 
 
 def _start_or_join() -> None:

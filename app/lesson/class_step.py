@@ -17,6 +17,15 @@ from app.lesson.polls import KINDS, check_answer, sentence_words, step_sentence
 from app.text import md_escape
 
 LIVE_HEIGHT = 230        # px of the teacher's live bars under the question (a 720 px projector)
+# A poll's options wrap onto more lines in the Lesson's narrow text column, at any window size: Streamlit draws
+# pills as one row that scrolls sideways with no sign of more (app.page_header wraps them below 576 px only), and
+# an option longer than the column wraps inside its pill rather than being cut
+POLL_CSS = """
+[class*="st-key-class_answer_"] { max-width: 100%; }
+[class*="st-key-class_answer_"] [role="radiogroup"] { flex-wrap: wrap; overflow-x: visible; }
+[class*="st-key-class_answer_"] [role="radiogroup"] button { max-width: 100%; height: auto; }
+[class*="st-key-class_answer_"] [role="radiogroup"] button p { white-space: normal; text-align: left; }
+"""
 
 
 def state() -> ClassState | None:
@@ -89,6 +98,7 @@ def poll(step, n: int, s: ClassState) -> None:
     words = words_of(step) if kind == "word" else None
     if kind == "choice" or (kind == "word" and words):
         options = step.poll.choices if kind == "choice" else words
+        st.html(f"<style>{POLL_CSS}</style>")          # style only: it takes no room on the page
         st.pills("Your answer" if kind == "choice" else "Tap a word", options, key=key, on_change=_send,
                  args=(step, n, key, words))
     else:

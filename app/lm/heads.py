@@ -1,7 +1,8 @@
 """What heads do on a language model: the head finder with its roles (a decoder-only model's induction, duplicate
 token, previous token and first-token sink heads, measured by core.studies.induction on repeated random tokens; an
 encoder-only model's previous and next token, [CLS] and [SEP] heads, on the probe sentences), the entropy of every
-head, and attention rollout. The tabs that need a translation model say why in one line.
+head, attention rollout, and the atlas of every head's strongest role (app/heads_tabs/atlas.py, core.studies.lm_atlas).
+The tabs that need a translation model say why in one line.
 app/screens/heads.py hands over to page() when such a model is loaded; the same tabs, the same links.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from app import url_state
 from app.checkpoints import DECODER_ONLY, model_family
 from app.display import show_figure
 from app.figures import heads as figs
+from app.heads_tabs.atlas import atlas_tab
 from app.heads_tabs.common import KEEP, csv_button, head_name, layer_name
 from app.lm import cache as lm_cache
 from app.lm.common import needs_translation
@@ -25,7 +27,7 @@ from core.studies import analysis
 TABS = ["Head finder", "Entropy", "Syntax", "Rollout", "Beyond attention", "Switch heads off", "Compare checkpoints",
         "Atlas"]
 NOT_BUILT = {"Syntax": "syntax", "Beyond attention": "contributions", "Switch heads off": "ablation",
-             "Compare checkpoints": "compare", "Atlas": "atlas"}     # tab -> its key of TRANSLATION_ONLY
+             "Compare checkpoints": "compare"}     # tab -> its key of TRANSLATION_ONLY
 
 
 def where_measured(model, table: pd.DataFrame, score: str) -> str:
@@ -127,5 +129,7 @@ def page(ckpt, model) -> None:
                 head_finder(ckpt, model, lm_cache.head_table(ckpt))
             elif name == "Entropy":
                 entropy_tab(model, lm_cache.head_table(ckpt))
+            elif name == "Atlas":
+                atlas_tab(ckpt, model)
             else:
                 rollout_tab(ckpt, model)

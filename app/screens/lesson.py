@@ -26,7 +26,7 @@ FIGURE_HEIGHT = 540        # px at most, of the figure beside the text (with its
 UNTRAINED_NOTE = "Untrained model, random attention (trained ones are in the sidebar):"
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_resource(max_entries=8, show_spinner=False)      # one frozen Lesson shared by every session
 def _lesson_file(path: str, version: float):
     try:
         return load_lesson(path), None
@@ -90,11 +90,17 @@ def upload() -> None:
     go_to(1)
 
 
-def lesson_menu(lesson, n: int, key) -> None:
-    """The popover of the whole lesson, labelled "n / N": jump to a step, the handout, and another lesson file."""
+def lesson_menu(lesson, n: int, key, following: bool = False) -> None:
+    """The popover of the whole lesson, labelled "n / N": jump to a step, the handout, and another lesson file. A
+    student following the teacher sees the steps only: the teacher leads, and the handout holds every answer."""
     with st.popover(f"{n} / {len(lesson.steps)}", icon=":material/menu_book:", width="stretch",
-                    help="The lesson's steps, its handout, and your own lesson file"):
+                    help="The lesson's steps" + ("" if following else ", its handout, and your own lesson file")):
         st.markdown(f"**{md_escape(lesson.title)}**  \n{md_escape(lesson.about)}")
+        if following:                             # one element, not a button a step: the teacher moves the class
+            st.markdown("\n".join(f"{i}. " + (f"**{md_escape(s.title)}** (now)" if i == n else md_escape(s.title))
+                                   for i, s in enumerate(lesson.steps, 1)))
+            st.caption("Your teacher moves the class from step to step.")
+            return
         for i, s in enumerate(lesson.steps, 1):
             st.button(f"{i}. {s.title}", key=f"lesson_jump_{i}", on_click=go_to, args=(i,), type="tertiary")
         file_button("Handout: every question and answer (HTML)", icon=":material/description:",
@@ -136,7 +142,7 @@ def header(lesson, n: int, key, following: bool = False) -> None:
     nxt.button("Next", icon=":material/arrow_forward:", disabled=n == len(lesson.steps) or following, on_click=go_to,
                args=(n + 1,), width="stretch", key="lesson_next", type="primary")
     with menu:
-        lesson_menu(lesson, n, key)
+        lesson_menu(lesson, n, key, following)
 
 
 def wait_for_toy(step) -> None:

@@ -58,7 +58,13 @@ ROLES = {   # name -> what a student reads
     "alignment": "aligns each word with its source word (100 - AER)",
     "next_source": "looks at the source word being translated next (100 - AER)",
     "resting": "rests on </s> or <s> (does nothing)",
+    "induction": "an induction head: looks at the token after the previous occurrence of its own",
+    "duplicate": "looks at the previous occurrence of its own token",
+    "sink": "parks its attention on the first token, [CLS] or [SEP] (does nothing)",
 }
+RESTING = ("resting", "sink")   # the roles of a head that does nothing: named only for a head with no other role
+LM_KIND = "self"                # a language model's one kind of map (core.studies.lm_atlas)
+EVERY_KIND = (*KINDS, LM_KIND)
 MARGIN = 10.0           # points over the baseline for a role to count (Voita et al. 2019's margin)
 EXAMPLES = 2            # sentences kept per head
 SHORT = 25              # words: longer sentences are not kept as examples (they must read in the explorer)
@@ -156,12 +162,14 @@ def strongest(scores: dict, layer: int, head: int) -> tuple[str | None, float]:
     """(the head's role, its margin in points): the working role it beats the baseline by most, if by at least
     MARGIN; else resting if that does; else (None, best margin)."""
     margins = {r: float(s[layer, head] - b[layer, head]) for r, (s, b) in scores.items()}
-    working = {r: m for r, m in margins.items() if r != "resting"}
+    working = {r: m for r, m in margins.items() if r not in RESTING}
     best = max(working, key=working.get) if working else None
     if best is not None and working[best] >= MARGIN:
         return best, working[best]
-    if margins.get("resting", -np.inf) >= MARGIN:
-        return "resting", margins["resting"]
+    resting = {r: m for r, m in margins.items() if r in RESTING}
+    rest = max(resting, key=resting.get) if resting else None
+    if rest is not None and resting[rest] >= MARGIN:
+        return rest, resting[rest]
     return None, max(margins.values(), default=0.0)
 
 
@@ -363,17 +371,22 @@ def compute_atlas(tm, sentences: list | None, pairs: list | None, name: str = ""
             for kind, rs in (("dec_self", d), ("cross", c)):
                 heads[kind] = head_entries(rs, texts, len(sentences_out), (tm.cfg.N_dec, tm.cfg.h))
             sentences_out += [list(t) for t in texts]
+    if progress is not None:
+        progress(1, 1, "Done")
+    return atlas_dict(name, corpus, heads, sentences_out, t0)
+
+
+def atlas_dict(name: str, corpus: dict, heads: dict, sentences: list, t0: float) -> dict:
+    """The atlas JSON: heads of each kind, keeping of `sentences` only the examples (renumbered), dated and timed
+    from t0 (time.time() when the computation began)."""
     used = sorted({i for entries in heads.values() for e in entries for i in e.get("examples", [])})
     renumber = {old: new for new, old in enumerate(used)}                 # keep only the example sentences
     for entries in heads.values():
         for e in entries:
             if "examples" in e:
                 e["examples"] = [renumber[i] for i in e["examples"]]
-    if progress is not None:
-        progress(1, 1, "Done")
     return {"checkpoint": name, "date": datetime.date.today().isoformat(), "corpus": corpus, "margin": MARGIN,
-            "seconds": round(time.time() - t0, 1), "heads": heads,
-            "sentences": [sentences_out[i] for i in used]}
+            "seconds": round(time.time() - t0, 1), "heads": heads, "sentences": [sentences[i] for i in used]}
 
 
 def roles_by_layer(atlas: dict, kind: str) -> dict:

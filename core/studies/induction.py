@@ -166,7 +166,7 @@ def copy_losses(logits: torch.Tensor, tokens: torch.Tensor, L: int) -> tuple[flo
 
 # ---- running a model ----
 
-def _special_ids(cfg) -> list[int]:
+def special_ids(cfg) -> list[int]:
     """The ids a config names as special (pad, unk, bos, eos, ...), those it has."""
     names = ("pad_id", "unk_id", "bos_id", "eos_id", "sep_id", "cls_id", "mask_id")
     return [int(v) for n in names if (v := getattr(cfg, n, None)) is not None and v >= 0]
@@ -195,7 +195,7 @@ def induction_scores(model, L: int | None = None, batch: int = 32, seed: int = 0
                          f"use L <= {(limit - 1) // 2}.")
     if bos == -1:
         bos = getattr(cfg, "bos_id", None)
-    tokens = repeated_tokens(cfg.vocab_size, L, batch, seed, bos, _special_ids(cfg) if exclude is None else exclude)
+    tokens = repeated_tokens(cfg.vocab_size, L, batch, seed, bos, special_ids(cfg) if exclude is None else exclude)
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device

@@ -17,6 +17,8 @@ page with the teacher's link and every student's with the join link, then measur
   answer:   at a choice step every student taps an option at a random moment; the time from the answer's commit
             (its run finished) to the teacher's live bars counting it.
   fragment: the server run of the students' polling fragment (p50/p95), as the app logs it.
+  rerun:    the server run of each page's full rerun on the teacher's later step changes (no answers then): what
+            one follower's page costs the server when the teacher moves.
 
 The last line sums it up with the load average. Figures go to docs/benchmarks.md.
 """
@@ -174,7 +176,7 @@ async def bench(args, pid) -> None:
             await asyncio.gather(*tasks)
 
     # the teacher moves step by step; at the choice step every student answers; the teacher's bars count them
-    stop, counts, follow = asyncio.Event(), [], []
+    stop, counts, follow, windows = asyncio.Event(), [], [], []
     fragment_since = time.time()
     tasks = [asyncio.create_task(poll(s, stop, seen, args.run_timeout)) for s in students]
     tasks.append(asyncio.create_task(teacher_loop(teacher, stop, counts, args.run_timeout)))
@@ -188,6 +190,8 @@ async def bench(args, pid) -> None:
                 for s in students:
                     s.to_answer = (step, rng.choice(lesson.steps[step - 1].poll.choices), t0 + rng.uniform(0, 5))
             await asyncio.sleep(args.gap_steps)
+            if n:                                     # no answers are given then: each run is a page following
+                windows.append((t0, time.time()))
             follow += [x - t0 for x in seen.get(step, [])]
             missing = args.students - len(seen.get(step, []))
             if missing:
@@ -197,6 +201,7 @@ async def bench(args, pid) -> None:
     commits = [s.committed for s in students if s.committed]
     fragment = [x * 1000 for x in logged_runs(args.run_log, fragment_since, time.time(), page=FOLLOW_LOG)]
     live = [x * 1000 for x in logged_runs(args.run_log, fragment_since, time.time(), page=LIVE_LOG)]
+    rerun = [x * 1000 for since, until in windows for x in logged_runs(args.run_log, since, until, page="lesson")]
     reach = []
     for k, committed in enumerate(sorted(commits), 1):
         shown = next((t for t, c in counts if c >= k and t >= committed), None)
@@ -216,11 +221,13 @@ async def bench(args, pid) -> None:
           f"{len(commits)} answers committed)")
     print(f"polling fragment, server run:        {line(fragment)}   (target p95 <= 30 ms)")
     print(f"teacher's live bars, server run:     {line(live)}")
+    print(f"step change, each page's full rerun: {line(rerun)}   (the students' and the teacher's)")
     cpu = f"server CPU {watch.cpu:.0f} s in the step phase" if watch.cpu is not None else ""
     print(f"SUMMARY {args.students} students: follow p95 {pct(follow, 95) * 1000 if follow else float('nan'):.0f} ms"
           f" | answer p95 {pct(reach, 95) * 1000 if reach else float('nan'):.0f} ms | fragment p95 "
           f"{pct(fragment, 95) if fragment else float('nan'):.1f} ms | explorer p95 {slower:+.0%} with polling | "
-          f"{cpu} | load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+          f"rerun p50 {pct(rerun, 50) if rerun else float('nan'):.0f} ms | {cpu} | load {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} CPUs")
 
 
 def main():

@@ -12,7 +12,11 @@ the same --tokens random ids, takes turns for --rounds rounds (after one warm-up
 printing the min and median of each, their ratio, and the largest difference of the logits and of the maps. Then,
 each in a fresh process, the peak resident memory (Linux's VmHWM in /proc/self/status: the whole process, model
 included; not getrusage's ru_maxrss, which a child keeps from the parent it was forked from) of loading the model
-and of one pass with every map over --long tokens. Needs `pip install transformers`.
+and of one pass with every map over --long tokens. Last, the explorer's head switch on the --tokens maps: what the
+server does when a student picks another head (the pass, the view and the styled frame are cached by then:
+app.lm.cache, app.cache.heatmap_frame), i.e. app.figures.attention.heatmap_from_frame for that head's map and
+Plotly's JSON of the figure as st.plotly_chart sends it, over every head in turn; target at most 100 ms. Needs
+`pip install transformers`.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ import time
 import warnings
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from scripts import cli
@@ -97,6 +102,33 @@ def peak_memory(which: str, folder: Path, T: int, threads: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def head_switch(maps: np.ndarray) -> list[float]:
+    """Seconds of each head switch of the LM explorer's one-head view on maps (N, h, T, T), every head once: the
+    cached frame reused (app.cache.heatmap_frame, built here once first), the head's figure made from it and turned
+    into the JSON Streamlit sends (plotly.io.to_json, unvalidated, as st.plotly_chart marshals a figure)."""
+    import logging
+
+    import plotly.io as pio
+    logging.getLogger("streamlit.runtime.caching").setLevel(logging.ERROR)   # no runtime here: its cache is a dict
+    from app.cache import heatmap_frame
+    from app.figures.attention import MAP_HEIGHT, heatmap_from_frame
+    from app.lm.explorer import MAP_ROW_PX
+    from app.lm.views import COL_TITLE, ROW_TITLE
+    N, h, T = maps.shape[:3]
+    labels = tuple(f"t{i}" for i in range(T))
+    frame = heatmap_frame(labels, labels, ROW_TITLE, COL_TITLE, 1.0, False, MAP_ROW_PX, words_on_top=True,
+                          max_height=MAP_HEIGHT)
+    out = []
+    for layer in range(N):
+        for head in range(h):
+            t0 = time.perf_counter()
+            fig = heatmap_from_frame(frame, maps[layer, head], f"Masked self-attention, layer {layer + 1} of {N}, "
+                                     f"head {head + 1} of {h}", 1.0)
+            pio.to_json(fig, validate=False)
+            out.append(time.perf_counter() - t0)
+    return out
+
+
 def main(argv=None):
     p = cli.parser(__doc__)
     p.add_argument("--rounds", type=int, default=7)
@@ -134,6 +166,7 @@ def main(argv=None):
                         "transformers: eager, output_attentions": run_theirs}, args.rounds)
         memory = {which: peak_memory(which, folder, args.long, args.threads)
                   for which, folder in (("ours", ckpt), ("transformers", hf_dir))}
+        switches = head_switch(torch.cat(attns).float().numpy())
     print(f"random GPT-2 small ({n_params / 1e6:.0f}M parameters, {ours_maps(attns)} maps), torch {torch.__version__}, "
           f"{args.threads} thread(s), {args.tokens} tokens, {args.rounds} interleaved rounds; "
           f"max |difference| logits {d_logits:.1e}, maps {d_maps:.1e}")
@@ -145,6 +178,10 @@ def main(argv=None):
     for which, m in memory.items():
         print(f"  {which:13s} loaded: resident {m['rss_mb']:6.0f} MB (peak {m['loaded_mb']:6.0f} MB); "
               f"peak with the pass {m['peak_mb']:6.0f} MB")
+    ms = [1000 * t for t in switches]
+    print(f"explorer head switch, server side ({args.tokens} tokens, {len(ms)} heads in turn, pass and frame cached): "
+          f"median {statistics.median(ms):.1f} ms, max {max(ms):.1f} ms (target <= 100 ms: "
+          f"{'met' if max(ms) <= 100 else 'NOT met'})")
 
 
 def ours_maps(attns) -> int:

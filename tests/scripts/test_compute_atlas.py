@@ -33,3 +33,13 @@ def test_other_languages_get_the_roles_that_fit(tmp_path):
     assert len(sentences) == 4 and pairs is None and "English -> German" in notes[0]
     _, pairs, notes = atlas.load_corpora(("en", "de"), FIXTURES / "syntax" / "mini.conllu", tmp_path)
     assert pairs is None and "lacks src.en" in notes[0]
+
+
+def test_a_language_model_gets_its_atlas(tmp_path, capsys):
+    from tests.app.lm_fixtures import planted_checkpoint
+    folder = planted_checkpoint(tmp_path / "planted-induction")
+    result = script.main([str(folder), "--no-progress"])
+    assert json.loads((folder / atlas.FILE).read_text()) == json.loads(json.dumps(result))
+    printed = capsys.readouterr().out
+    assert "self, layer 2: " in printed and "induction 1" in printed.split("self, layer 2: ")[1].splitlines()[0]
+    assert "self, layer 1: " in printed and "previous 1" in printed

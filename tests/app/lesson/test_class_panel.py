@@ -96,6 +96,26 @@ def test_a_returning_student_keeps_their_seat_and_a_copied_link_holds_no_seat_or
     assert seat not in link and secret not in link
 
 
+def test_the_join_link_opened_again_on_the_same_device_finds_the_seat_not_a_second_one(page, monkeypatch):
+    from app.lesson import class_panel
+    teacher, code, secret = start(page)
+    student = page(**{"class": code})
+    seat = student.query_params["seat"]
+    cookie = "\n".join(h.proto.body for h in student.get("html"))
+    assert f"attn_seat_{code}={seat};" in cookie and "max-age=86400" in cookie       # the browser remembers it
+    ok(student.get("button_group")[0].set_value("Key 2").run())
+    monkeypatch.setattr(class_panel, "seat_cookie", lambda c: seat if c == code else "")
+    again = page(**{"class": code})                        # the tab closed; the join link (or QR code) opened again
+    assert again.query_params["seat"] == seat and "Sent: **Key 2**" in texts(again)
+    ok(teacher.run())
+    assert ClassStore().counts(code, 1) == (1, 1) and "1 joined" in texts(teacher)
+    ok(button(again, "class_leave").click().run())         # Leave: the browser forgets the seat
+    assert f"attn_seat_{code}=; path=/; max-age=0" in "\n".join(h.proto.body for h in again.get("html"))
+    monkeypatch.setattr(class_panel, "seat_cookie", lambda c: "")
+    other = page(**{"class": code})                        # another device: a second student
+    assert other.query_params["seat"] != seat and ClassStore().counts(code, 1) == (1, 2)
+
+
 def test_a_student_cannot_act_as_the_teacher_and_wrong_codes_are_limited(page):
     teacher, code, secret = start(page)
     student = page(**{"class": code})

@@ -112,4 +112,5 @@ def test_imported_language_models_write_on_the_page(folder, monkeypatch, name):
 def test_an_encoder_only_model_keeps_its_one_line(folder, monkeypatch):
     at = run_page("how_it_writes", "bert-tiny", folder, monkeypatch)
     (said,) = [i.value for i in at.info]
-    assert said.startswith("How it writes needs a translation model: bert-tiny is a masked language model")
+    assert said.startswith("How it writes needs a model that writes (a translation model or a decoder-only "
+                           "language model like GPT-2): bert-tiny is a masked language model")

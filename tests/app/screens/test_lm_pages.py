@@ -80,8 +80,13 @@ def test_all_heads_and_the_head_view_draw_on_a_language_model(folder, monkeypatc
 def test_the_pages_that_need_a_translation_say_why_in_one_line(folder, monkeypatch, page, name):
     at = run(page, name, folder, monkeypatch)
     (said,) = [i.value for i in at.info]
-    assert said == (f"{TRANSLATION_ONLY[page]} a translation model: {name} is {FAMILY[name]}. "
-                    "Pick a translation checkpoint in the sidebar.")
+    if page in WRITES:                 # BERT: a model that writes is wanted, a GPT would do
+        assert said == (f"{TRANSLATION_ONLY[page]} a model that writes (a translation model or a decoder-only "
+                        f"language model like GPT-2): {name} is {FAMILY[name]}, which fills blanks but does not "
+                        "write. Pick such a checkpoint in the sidebar.")
+    else:
+        assert said == (f"{TRANSLATION_ONLY[page]} a translation model: {name} is {FAMILY[name]}. "
+                        "Pick a translation checkpoint in the sidebar.")
     assert [b.label for b in at.button] == ["Switch to (untrained model)"]    # the only translation model here
 
 
