@@ -86,6 +86,7 @@ def test_examples_put_the_cards_sentences_first_and_mark_the_paper_as_off_domain
 
 # ---- the app: first screen, paper page, presenter mode ----
 
+@pytest.mark.slow
 def test_explorer_starts_on_the_checkpoints_own_sentence_and_follows_a_switch(app):
     at = ok(app())
     assert at.session_state["checkpoint"] == "a-captions"
@@ -102,6 +103,7 @@ def test_explorer_starts_on_the_checkpoints_own_sentence_and_follows_a_switch(ap
     assert ok(at).text_area(key="src").value == "The cat sat on the mat."   # typed text stays
 
 
+@pytest.mark.slow
 def test_paper_page_starts_on_the_news_checkpoint_until_one_is_picked(app):
     at = ok(app())
     assert at.session_state["checkpoint"] == "a-captions"               # the first one, on the explorer
@@ -137,6 +139,7 @@ def row_px(layout: dict) -> float:
     return (layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]) / len(layout["yaxis"]["ticktext"])
 
 
+@pytest.mark.slow
 def test_presenter_mode_enlarges_the_text_of_every_figure(app):
     at = ok(app())
     normal = specs(at)[0]["layout"]                          # the explorer's map
@@ -152,6 +155,7 @@ def test_presenter_mode_enlarges_the_text_of_every_figure(app):
     assert effective(normal, "yaxis", "title", "font", "size") >= 13
 
 
+@pytest.mark.slow
 def test_the_explorers_whole_map_fits_the_room_under_its_controls_words_on_top(app):
     """The map, its column words on top as in the paper's figures, is no taller than the room a 1280x720 first screen
     leaves it (MAP_HEIGHT), in both modes (tests/browser/test_share_browser.py measures it in a browser)."""

@@ -48,6 +48,7 @@ def leftovers(at: AppTest) -> list[str]:
     return [type(e).__name__ for e in at.sidebar if type(e).__name__ == "UnknownElement"]
 
 
+@pytest.mark.slow
 def test_a_checkpoint_loads_with_a_progress_bar_that_is_not_replayed(tiny, bars):
     at = run_main()
     assert any(c.value.startswith("N=2 encoder") for c in at.sidebar.caption)      # the model is there
@@ -60,6 +61,7 @@ def test_a_checkpoint_loads_with_a_progress_bar_that_is_not_replayed(tiny, bars)
     assert not at.exception and bars == [] and leftovers(at) == []
 
 
+@pytest.mark.slow
 def test_a_model_too_big_for_the_memory_left_gets_a_message(tiny, bars, monkeypatch):
     monkeypatch.setattr(ck, "memory_available", lambda: 1024)
     at = run_main()

@@ -21,12 +21,14 @@ def tm(tokenizer):
     return core.TranslationModel(stopping_model(len(tokenizer), eos_bias=3.0), tokenizer)
 
 
+@pytest.mark.slow
 def test_importing_it_starts_no_streamlit():
     code = "import sys, app.notebook; print('streamlit' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_a_head_map_is_the_apps_figure_for_that_head(tm):
     v = tm.attend(SRC).view("enc_self")
     fig = nb.head_map(tm, SRC, layer=2, head=3)
@@ -42,6 +44,7 @@ def test_a_head_map_is_the_apps_figure_for_that_head(tm):
                                                       zmax=1.0).to_plotly_json()
 
 
+@pytest.mark.slow
 def test_layers_and_heads_count_from_one(tm):
     with pytest.raises(ValueError, match="There is no layer 3: this model has layers 1 to 2"):
         nb.head_map(tm, SRC, layer=3)
@@ -56,6 +59,7 @@ def test_the_head_view_draws_the_heads_asked_for(tm):
     assert {t.name for t in fig.data if t.showlegend} == {"head 2", "head 4"}
 
 
+@pytest.mark.slow
 def test_paper_figure_on_the_heads_found(tm):
     found = nb.paper_heads(tm, 3)
     best = pf.top_heads(found.scores, found.layer, 1)
@@ -66,6 +70,7 @@ def test_paper_figure_on_the_heads_found(tm):
         nb.paper_figure(tm, 6)
 
 
+@pytest.mark.slow
 def test_contributions(tm):
     fig = nb.contributions_map(tm, SRC, kind="enc_self", layer=1)      # encoder rows: all from the source
     rows = fig.data[0].z
@@ -82,6 +87,7 @@ def test_load_by_name_or_path(tm, tmp_path, monkeypatch):
         nb.load("nowhere")
 
 
+@pytest.mark.slow
 def test_load_a_hugging_face_model_by_its_id_or_folder(tmp_path, monkeypatch):
     pytest.importorskip("transformers", reason="transformers is not installed")
     from tests.core.checkpoint.pretrained.fake_hub import serving
@@ -109,6 +115,7 @@ def test_head_atlas_of_a_shipped_checkpoint_and_computed_for_one_without(tm, tmp
     assert [t.type for t in fig.data].count("heatmap") == 1
 
 
+@pytest.mark.slow
 def test_next_pieces_and_beam_tree_are_the_pages_figures(tm):
     from app.figures.decoding import beam_tree_figure, candidates_figure
     tr = tm.trace(SRC, beam=1)
@@ -140,6 +147,7 @@ def test_why_is_the_pages_figure_of_the_contrast(tm):
         nb.why(tm, SRC, "der schnelle", "braune", "faulen", head=9)
 
 
+@pytest.mark.slow
 def test_learn_to_copy_trains_until_the_induction_head_forms_and_draws_it():
     result = nb.learn_to_copy(steps=450, progress=False)            # the head forms near step 300 (seed 0)
     assert result.steps == 450 and result.phase_change is not None

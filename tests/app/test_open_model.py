@@ -49,6 +49,7 @@ def test_a_model_opened_by_its_id_is_listed_picked_and_loaded(hub):
     assert "model.safetensors" in hub.fetched()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting, value, match", [
     ("ATTN_EXPLORER_HUB", "Helsinki-NLP/opus-mt-en-de, Helsinki-NLP/opus-mt-en-fr",
      "opens only these Hugging Face models: Helsinki-NLP/opus-mt-en-de, Helsinki-NLP/opus-mt-en-fr"),
@@ -82,6 +83,7 @@ def test_two_askers_share_one_download(hub):
     assert first.error is None and first.folder.name == "facebook--wmt19-tiny" and first.fraction == 1.0
 
 
+@pytest.mark.slow
 def test_other_sessions_keep_working_while_a_model_downloads(hub):
     hub.slow["model.safetensors"] = 3.0
     opening = start_opening(REPO)

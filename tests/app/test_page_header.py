@@ -1,11 +1,13 @@
 """app.page_header: every page gets the compact header's style, sent where it takes no room on the page (the browser
 test tests/browser/test_browser.py measures what it does at 1280x720)."""
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from app.page_header import COMPACT_HEADER_CSS
 from core.paths import REPO
 
 
+@pytest.mark.slow
 def test_every_rerun_sends_the_compact_header_style_outside_the_page(monkeypatch, tmp_path):
     monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(tmp_path / "none"))       # the untrained model only
     at = AppTest.from_file(str(REPO / "app" / "main.py"), default_timeout=300).run()

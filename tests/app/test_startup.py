@@ -1,4 +1,5 @@
 """Importing the app's modules sets nothing; app.startup.set_up_process sets Plotly's template and torch's threads."""
+import pytest
 import subprocess
 import sys
 
@@ -19,6 +20,7 @@ assert pio.templates.default == "attention_explorer"
 """
 
 
+@pytest.mark.slow
 def test_importing_sets_nothing_and_the_set_up_does():
     env = {"PATH": "/usr/bin:/bin", "ATTN_EXPLORER_THREADS": "1", "HOME": "/tmp"}
     done = subprocess.run([sys.executable, "-c", CHECK], cwd=REPO, env=env, capture_output=True, text=True,

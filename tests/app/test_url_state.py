@@ -80,6 +80,7 @@ def notices(at: AppTest) -> list[str]:
     return [t.proto.body for t in at.toast]
 
 
+@pytest.mark.slow
 def test_a_link_opens_the_same_explorer_view_and_the_url_follows_the_controls(app):
     at = app(checkpoint="b-model", text="The cat sat.", kind="cross", layer="2", head="3", view="grid", words="0",
              decoding="beam")
@@ -96,6 +97,7 @@ def test_a_link_opens_the_same_explorer_view_and_the_url_follows_the_controls(ap
     assert link.startswith("?") and "checkpoint=b-model" in link and "head=4" in link and "view=" not in link
 
 
+@pytest.mark.slow
 def test_odd_links_open_the_nearest_view_with_a_notice(app):
     at = app(checkpoint="no-such-model", layer="9", head="eight", kind="sideways", text="x" * 50_000)
     said = " ".join(notices(at))
@@ -108,6 +110,7 @@ def test_odd_links_open_the_nearest_view_with_a_notice(app):
     assert not ok(at).toast                                          # a notice is said once, not on every rerun
 
 
+@pytest.mark.slow
 def test_controls_keep_their_values_across_a_visit_to_another_page(app):
     at = app()
     at.segmented_control(key="kind").set_value("dec_self").run()
@@ -118,6 +121,7 @@ def test_controls_keep_their_values_across_a_visit_to_another_page(app):
     assert at.session_state["kind"] == "dec_self" and at.session_state["head"] == 3
 
 
+@pytest.mark.slow
 def test_other_pages_read_their_links(app):
     at = app(tab="entropy")
     at.switch_page("screens/heads.py")

@@ -38,6 +38,7 @@ def figures(at) -> list:
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
+@pytest.mark.slow
 def test_each_method_draws_why_beside_the_attention(tiny_root, monkeypatch):
     at = ok(page(tiny_root, monkeypatch))
     before = len(at.get("plotly_chart"))
@@ -53,6 +54,7 @@ def test_each_method_draws_why_beside_the_attention(tiny_root, monkeypatch):
     assert "Attention looks most at" in captions and "scripts/evaluate_contrast.py" in captions
 
 
+@pytest.mark.slow
 def test_the_models_own_piece_against_itself_is_refused(tiny_root, monkeypatch):
     at = ok(page(tiny_root, monkeypatch))
     at.selectbox(key="hw_pick_0").set_value(0)
@@ -60,6 +62,7 @@ def test_the_models_own_piece_against_itself_is_refused(tiny_root, monkeypatch):
     assert any("other than the piece the model wrote" in i.value for i in at.info)
 
 
+@pytest.mark.slow
 def test_the_measured_verdict_is_shown(tiny_root, monkeypatch):
     result = {"cases": 4, "table": [{"ranker": "erasure", "top": 1, "flipped": 0.5, "mean_fall": 1.0},
                                     {"ranker": "attention", "top": 1, "flipped": 0.25, "mean_fall": 0.5}]}

@@ -86,6 +86,7 @@ def test_queries_are_the_projected_input_before_scaling(translation_model):
                                    atol=1e-5)
 
 
+@pytest.mark.slow
 def test_free_running_entries_are_the_models_own_translation(translation_model):
     tm = translation_model
     srcs = ["zwei junge Mädchen spielen im Park", "the quick brown fox"]

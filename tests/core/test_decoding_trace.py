@@ -37,6 +37,7 @@ def _same_as_translate(tm, text: str, beam: int):
     return tr
 
 
+@pytest.mark.slow
 def test_figure4_sentence_traces_as_translate(news):
     for beam in (1, 4):
         tr = _same_as_translate(news, FIGURE4, beam)
@@ -45,6 +46,7 @@ def test_figure4_sentence_traces_as_translate(news):
                 assert abs(sum(c.prob for c in h.candidates) + h.other - 1) < 1e-4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["news-small", "multi30k-small"])
 def test_probe_sentences_trace_as_translate(name):
     tm = shipped(name)
@@ -81,6 +83,7 @@ def test_sampling_with_a_seed_repeats(news):
 SRC_LANG, TGT_LANG = 10, 11
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["nllb", "marian", "fsmt"])
 def test_imported_shapes_trace_as_translate(shape, tokenizer):
     """A language token forced first (NLLB, M2M100), <pad> never written (Marian), two vocabularies (FSMT)."""
@@ -100,6 +103,7 @@ def test_imported_shapes_trace_as_translate(shape, tokenizer):
         assert tr.tokens[:1] == [TGT_LANG] and tr.forced == 1 + len(tokenizer.encode("der Fuchs", "tgt"))
 
 
+@pytest.mark.slow
 def test_bad_input_is_worded(translation_model):
     tm = translation_model
     for empty in ("", "   ", None):

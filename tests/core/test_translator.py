@@ -80,6 +80,7 @@ def test_empty_target_and_non_text(translation_model):
         translation_model.attend("a man", tgt=42)
 
 
+@pytest.mark.slow
 def test_very_long_input_is_truncated(translation_model):
     text = ("ein Mann in einem blauen Hemd steht auf einer Leiter " * 100)[:5000]
     r = translation_model.attend(text, tgt="ein Mann")
@@ -94,6 +95,7 @@ def test_very_long_input_is_truncated(translation_model):
     assert not short.truncated and short.notices == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", [
     "a\x00b\x07c\x1b[31m red\x1b[0m",                 # control characters
     "ok 😀👍🏽 👩\u200d👩\u200d👧 🇩🇪",                 # emoji, ZWJ sequences, flags

@@ -18,6 +18,7 @@ def test_committed_without_outputs():
     assert code and all(c.outputs == [] and c.execution_count is None for c in code)
 
 
+@pytest.mark.slow
 def test_runs_and_draws_every_figure(tmp_path):
     nb = nbformat.read(NOTEBOOK, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",

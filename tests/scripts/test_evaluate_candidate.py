@@ -24,6 +24,7 @@ def two_checkpoints(corpus, tokenizer, tmp_path_factory):
     return tuple(folders)
 
 
+@pytest.mark.slow
 def test_review_scores_the_candidate_and_compares(two_checkpoints, tmp_path, capsys):
     shipped, candidate = two_checkpoints
     out = tmp_path / "review.json"
@@ -51,6 +52,7 @@ def test_review_scores_the_candidate_and_compares(two_checkpoints, tmp_path, cap
         assert not review["replace"]
 
 
+@pytest.mark.slow
 def test_a_quick_look_gives_no_verdict(two_checkpoints, capsys):
     shipped, candidate = two_checkpoints
     assert ec.main([str(candidate), "--shipped", str(shipped), "--limit", "5", "--no-progress"]) == 0
@@ -80,6 +82,7 @@ def test_verdict_needs_a_bleu_point_both_links_and_no_worse_pronouns():
                                                                              "pronouns overall")
 
 
+@pytest.mark.slow
 def test_a_missing_checkpoint_is_a_readable_error(two_checkpoints, tmp_path, monkeypatch, capsys):
     assert ec.main([str(tmp_path / "nothing"), "--shipped", str(two_checkpoints[0])]) == 1
     assert "error:" in capsys.readouterr().err
@@ -100,6 +103,7 @@ def test_figures_a_tokenizer_cannot_spell_are_not_a_crash(corpus):
     assert ec.verdict(shipped, candidate)[1] == "keep the shipped one: the candidate loses the Figure 3 and 4 links."
 
 
+@pytest.mark.slow
 def test_reuse_test_skips_translating_only_when_measured_alike(two_checkpoints, monkeypatch, capsys):
     shipped, candidate = two_checkpoints
     args = [str(candidate), "--shipped", str(shipped), "--no-progress", "--reuse-test"]

@@ -17,6 +17,7 @@ def checkpoint(tmp_path, tokenizer):
     return folder
 
 
+@pytest.mark.slow
 def test_script_prints_the_table_and_writes_the_file(checkpoint, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(core.TranslationModel, "translate", lambda self, texts, beam=4, **kw:
                         ["Das Gesetz wird nie perfekt sein, aber seine Anwendung", "Die Bank erhöhte Zinsen."])

@@ -42,6 +42,7 @@ def test_missing_checkpoint_is_a_readable_error(tmp_path, capsys):
     assert "Cannot load the checkpoint" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_images_are_written(checkpoint, tmp_path):
     from app.figures.export import export_problem
     problem = export_problem(True)

@@ -60,6 +60,7 @@ def test_gpu_run_prepares_trains_evaluates_and_packs(tmp_path):
     assert "gpu_run: done" in (out / "gpu_run.log").read_text()
 
 
+@pytest.mark.slow
 def test_gpu_run_explains_a_wrong_data_folder(tmp_path):
     env = {**os.environ, "WORK": str(tmp_path / "w")}
     res = subprocess.run(["bash", str(REPO / "scripts" / "gpu_run.sh"), "1", str(tmp_path / "nothing")], env=env,

@@ -1,4 +1,5 @@
 """scripts/pack_data.py: a prepared folder in one .tar.xz for the device's carry, and gpu_run.sh unpacking it."""
+import pytest
 import os
 import subprocess
 import tarfile
@@ -30,6 +31,7 @@ def test_pack_refuses_what_would_not_fit_and_leaves_nothing(tmp_path, capsys):
     assert "lacks spm.model" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_gpu_run_unpacks_a_packed_file(tmp_path):
     """A packed folder is unpacked under WORK before anything else (here one without spm.model: it stops there).
     Its listing is longer than a pipe holds, as a real one's decompression is slower than a pipe: a script that

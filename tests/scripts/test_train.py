@@ -105,6 +105,7 @@ def test_training_lowers_the_loss_and_exports(trained):
     assert sorted(p.name for p in (out / "snapshots").glob("step_*.npz")) == ["step_0000075.npz", "step_0000150.npz"]
 
 
+@pytest.mark.slow
 def test_resume_gives_the_uninterrupted_run(corpus, reference_run, tmp_path):
     run = tmp_path / "run"
     train.main(run_args(corpus[1], run, *RESUME, "--max-steps", 12))
@@ -113,6 +114,7 @@ def test_resume_gives_the_uninterrupted_run(corpus, reference_run, tmp_path):
     assert_same_run(reference_run, run, 13, 30)
 
 
+@pytest.mark.slow
 def test_resume_after_kill_9(corpus, reference_run, tmp_path):
     run = tmp_path / "run"
     cmd = [sys.executable, str(REPO / "scripts" / "train.py"),
@@ -228,6 +230,7 @@ def test_average_checkpoints_is_the_elementwise_mean(trained, tmp_path):
         average_checkpoints.main([str(tmp_path / "empty"), str(out)])
 
 
+@pytest.mark.slow
 def test_validation_without_a_step_limit_or_progress_bar(corpus, tmp_path):
     """--epochs (no --max-steps) with --no-progress and validation: a disabled bar of unknown length must not crash."""
     run = tmp_path / "run"
@@ -307,6 +310,7 @@ def test_stop_reason_names_the_limit_that_ended_the_run():
     assert stop_reason(args, warm, 1.0, 50_000.0 + 600) == "max_minutes"
 
 
+@pytest.mark.slow
 def test_bench_mfu_counts_the_papers_matmuls_and_reads_the_log(trained, capsys):
     """FLOPs counted on the meta device equal 3x the forward matmuls by hand; MFU = FLOPs/token x tokens/s / peak."""
     from scripts.bench import bench_mfu

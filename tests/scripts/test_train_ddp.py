@@ -13,6 +13,7 @@ from tests.helpers import assert_same_run, make_corpus, run_args
 DDP = ["--max-tokens", 128, "--seed", 5, "--set", "dropout=0.0", "--max-steps", 8]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (dist.is_available() and dist.is_gloo_available()),
                     reason="this PyTorch build has no torch.distributed with the gloo backend")
 def test_two_processes_equal_gradient_accumulation(tmp_path):

@@ -1,4 +1,5 @@
 """scripts/train_lm.py: a short copy-task run whose induction score rises, that resumes, and that loads."""
+import pytest
 import json
 
 import torch
@@ -12,6 +13,7 @@ def _run(tmp_path, *extra):
                           "--every", "25", "--save-every", "25", *extra])
 
 
+@pytest.mark.slow
 def test_score_rises_and_checkpoint_loads(tmp_path):
     summary = _run(tmp_path)
     rows = [json.loads(x) for x in (tmp_path / "out" / "train_log.jsonl").read_text().splitlines()]
@@ -22,6 +24,7 @@ def test_score_rises_and_checkpoint_loads(tmp_path):
     assert len(list((tmp_path / "out" / "snapshots").glob("step_*.npz"))) == len(rows)
 
 
+@pytest.mark.slow
 def test_resume_after_interruption_gives_the_same_weights(tmp_path):
     whole = _run(tmp_path / "a")
     part = _run(tmp_path / "b", "--stop-after", "60")
@@ -32,6 +35,7 @@ def test_resume_after_interruption_gives_the_same_weights(tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+@pytest.mark.slow
 def test_bf16_trains_with_fp32_weights_and_says_so_on_the_card(tmp_path):
     summary = _run(tmp_path, "--precision", "bf16", "--steps", "50")
     lm = core.load_checkpoint(tmp_path / "out")

@@ -51,6 +51,7 @@ def test_epoch_pairs_change_each_epoch_only_with_dropout(corpus):
     assert once(0) is once(5)                                 # cut once, kept
 
 
+@pytest.mark.slow
 def test_resume_with_bpe_dropout_gives_the_uninterrupted_run(corpus, tmp_path):
     ref, run = tmp_path / "ref", tmp_path / "run"
     train.main(run_args(corpus[1], ref, *SUBWORD, "--max-steps", 30))

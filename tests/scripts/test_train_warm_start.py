@@ -22,6 +22,7 @@ def parent(corpus, tmp_path_factory):
     return root / "run", root / "ckpt"
 
 
+@pytest.mark.slow
 def test_bf16_run_records_its_precision_and_learns(corpus, parent, tmp_path):
     run = tmp_path / "run"
     train.main(run_args(corpus[1], run, "--out", tmp_path / "ckpt", "--max-steps", 40, "--max-tokens", 256,
@@ -34,6 +35,7 @@ def test_bf16_run_records_its_precision_and_learns(corpus, parent, tmp_path):
     assert sum(bf16[-5:]) == pytest.approx(sum(fp32[-5:]), rel=0.1)         # about as well as fp32 (same seed)
 
 
+@pytest.mark.slow
 def test_init_from_continues_steps_log_and_schedule(corpus, parent, tmp_path):
     _, ckpt = parent
     run, out = tmp_path / "run", tmp_path / "ckpt"
@@ -104,6 +106,7 @@ def test_a_cooldown_the_run_never_reached_is_not_on_the_card():
     assert "50% of the schedule's learning rate left" in core.describe_cooldown(cooldown_record(clock, warm(6.5)))
 
 
+@pytest.mark.slow
 def test_cooldown_minutes_follows_the_clock(corpus, parent, tmp_path):
     """--cooldown-minutes scales the schedule by 1 - sqrt of the time into the cool-down: the logged rate is the
     schedule's times a factor that only falls, ends near 0, and the card says how the run cooled down."""
@@ -160,6 +163,7 @@ def test_grow_ffn_starts_where_the_checkpoint_was(corpus, parent, tmp_path):
     assert "FFNs widened from 64 to 128 hidden units, the new parts starting silent" in write_card.card_markdown(card)
 
 
+@pytest.mark.slow
 def test_a_stop_signal_ends_the_run_after_the_step_and_saves_everything(corpus, tmp_path, monkeypatch):
     class StopAfter(StopSignal):
         """The real handler, and a request that arrives when the 7th step begins."""

@@ -21,6 +21,7 @@ def test_unknown_format_is_refused():
         export.render(export.figure_spec(small_plotly()), "jpeg", True)
 
 
+@pytest.mark.slow
 def test_altair_to_svg_and_png():
     if export.export_problem(plotly=False):
         pytest.skip(export.export_problem(plotly=False))
@@ -29,6 +30,7 @@ def test_altair_to_svg_and_png():
     assert export.figure_bytes(chart, "png").startswith(b"\x89PNG")
 
 
+@pytest.mark.slow
 def test_plotly_to_svg_through_kaleido():
     """Slow (kaleido starts a headless Chromium, 4-25 s here), so one format only."""
     if export.export_problem(plotly=True):
@@ -49,6 +51,7 @@ def _page():
     show_figure(go.Figure(go.Bar(x=[1], y=[2])), "no_key_2")
 
 
+@pytest.mark.slow
 def test_every_figure_gets_png_svg_and_html_buttons():
     at = AppTest.from_function(_page).run()
     assert not at.exception
@@ -59,6 +62,7 @@ def test_every_figure_gets_png_svg_and_html_buttons():
     assert not at.get("download_button")                  # nothing is drawn before a click
 
 
+@pytest.mark.slow
 def test_a_click_on_html_makes_the_file_and_offers_it_in_the_buttons_place():
     at = AppTest.from_function(_page).run()
     at.button(key="download:bars:html").click().run()
@@ -67,6 +71,7 @@ def test_a_click_on_html_makes_the_file_and_offers_it_in_the_buttons_place():
     assert save.proto.label == "Save html" and "download:bars:html" not in {b.key for b in at.button}
 
 
+@pytest.mark.slow
 def test_a_missing_exporter_gives_a_readable_message_and_keeps_plotlys_html(monkeypatch):
     import app.display
     monkeypatch.setattr(app.display, "export_problem", lambda plotly=True: "Saving figures needs kaleido.")

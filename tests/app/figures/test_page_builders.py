@@ -100,6 +100,7 @@ def test_example_qkv_shapes_and_figure_numbers():
     np.testing.assert_allclose(z_of(fig).sum(1), 1.0)
 
 
+@pytest.mark.slow
 def test_unscaled_softmax_collapses_and_scaled_does_not():
     q, k = sdpa.random_query_keys(1, trials=3)
     a, b = sdpa.scaled_and_unscaled(q, k)

@@ -32,6 +32,7 @@ def test_probability_ticks_are_distinct_and_span_the_axis(top):
     assert 3 <= len(labels) <= 11 and len(set(labels)) == len(labels), labels
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(export_problem(True) is not None, reason="kaleido cannot draw here")
 def test_the_drawn_probability_axis_repeats_no_label():
     """What Plotly draws: every y tick label of the figure of forms with probability 0 (the case seen in a handout)."""

@@ -51,6 +51,7 @@ def test_the_top_margin_holds_every_line_and_the_column_labels_under_them(lines,
     assert title_bottom + 1.5 * tick <= fig.layout.margin.t                     # a label's height and a gap
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(export_problem(True) is not None, reason="kaleido cannot draw here")
 def test_the_drawn_first_line_is_a_cap_height_below_the_top():
     fig = matrix(2, False)

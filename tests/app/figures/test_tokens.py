@@ -45,6 +45,7 @@ def test_the_trace_names_both_tokens_on_hover_one_way_or_the_other():
     assert cells.zmax == 1.0 and cells.colorbar.title.text is None
 
 
+@pytest.mark.slow
 def test_every_page_draws_its_maps_with_it():
     attn = maps()
     one = heatmap_figure(attn, ROWS, COLS, title="layer 1, head <2>")               # explorer, checkpoint, qk

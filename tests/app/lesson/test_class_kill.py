@@ -32,6 +32,7 @@ def url(request, tmp_path):
     return request.getfixturevalue("postgres_database")
 
 
+@pytest.mark.slow
 def test_every_acknowledged_answer_survives_a_sigkill(url):
     store = ClassStore(url)
     code, secret = store.create_class("A lesson", 3)

@@ -59,6 +59,7 @@ def start(page):
     return teacher, code, secret
 
 
+@pytest.mark.slow
 def test_a_student_joins_by_link_follows_answers_and_sees_the_class_beside_the_model(page):
     teacher, code, secret = start(page)
     assert "teach" not in teacher.query_params and len(secret) >= 32
@@ -83,6 +84,7 @@ def test_a_student_joins_by_link_follows_answers_and_sees_the_class_beside_the_m
     assert student.subheader[0].value.startswith("2.") and student.query_params["step"] == "2"
 
 
+@pytest.mark.slow
 def test_a_returning_student_keeps_their_seat_and_a_copied_link_holds_no_seat_or_secret(page):
     teacher, code, secret = start(page)
     student = page(**{"class": code})
@@ -96,6 +98,7 @@ def test_a_returning_student_keeps_their_seat_and_a_copied_link_holds_no_seat_or
     assert seat not in link and secret not in link
 
 
+@pytest.mark.slow
 def test_the_join_link_opened_again_on_the_same_device_finds_the_seat_not_a_second_one(page, monkeypatch):
     from app.lesson import class_panel
     teacher, code, secret = start(page)
@@ -116,6 +119,7 @@ def test_the_join_link_opened_again_on_the_same_device_finds_the_seat_not_a_seco
     assert other.query_params["seat"] != seat and ClassStore().counts(code, 1) == (1, 2)
 
 
+@pytest.mark.slow
 def test_a_student_cannot_act_as_the_teacher_and_wrong_codes_are_limited(page):
     teacher, code, secret = start(page)
     student = page(**{"class": code})
@@ -132,12 +136,14 @@ def test_a_student_cannot_act_as_the_teacher_and_wrong_codes_are_limited(page):
     assert "Too many wrong codes" in texts(stranger)
 
 
+@pytest.mark.slow
 def test_the_teachers_link_reopens_the_class_in_another_tab(page):
     _, code, secret = start(page)
     other = page(teach=secret)
     assert f"Class **{code}**" in texts(other) and "teach" not in other.query_params
 
 
+@pytest.mark.slow
 def test_a_damaged_database_is_said_on_the_class_controls_and_the_lesson_works(page, tmp_path):
     (tmp_path / "classes.sqlite3").write_bytes(b"not a database " * 200)
     at = page()
@@ -145,6 +151,7 @@ def test_a_damaged_database_is_said_on_the_class_controls_and_the_lesson_works(p
     assert at.subheader[0].value == "1. Weights"                      # the lesson itself is untouched
 
 
+@pytest.mark.slow
 def test_classes_turned_off_leave_no_class_panel(page, monkeypatch):
     monkeypatch.setenv("ATTN_EXPLORER_CLASSES", "off")
     at = page(**{"class": "ABCDEF"})
@@ -152,6 +159,7 @@ def test_classes_turned_off_leave_no_class_panel(page, monkeypatch):
     assert "class" not in at.query_params
 
 
+@pytest.mark.slow
 def test_the_teacher_shows_the_explorer_to_the_class_and_brings_it_back(page):
     teacher, code, secret = start(page)
     student = page(**{"class": code})
@@ -168,6 +176,7 @@ def test_the_teacher_shows_the_explorer_to_the_class_and_brings_it_back(page):
     assert any(b.key == "lesson_next" for b in student.button)       # back on the lesson, at the teacher's step
 
 
+@pytest.mark.slow
 def test_the_teacher_shows_how_it_writes_with_its_beam_to_the_class(page):
     teacher, code, secret = start(page)
     student = page(**{"class": code})
@@ -180,6 +189,7 @@ def test_the_teacher_shows_how_it_writes_with_its_beam_to_the_class(page):
     assert student.selectbox(key="hw_beam").value == 2 and not any(b.key == "lesson_next" for b in student.button)
 
 
+@pytest.mark.slow
 def test_in_a_student_paced_class_students_move_alone_and_open_the_teachers_view_when_they_choose(page):
     teacher, code, secret = start(page)
     student = page(**{"class": code})
@@ -198,12 +208,14 @@ def test_in_a_student_paced_class_students_move_alone_and_open_the_teachers_view
     assert any(s.key == "layer" for s in student.selectbox) and student.query_params["class"] == code
 
 
+@pytest.mark.slow
 def test_a_wrong_code_in_a_link_is_said_and_left_out_of_the_address(page):
     at = page(**{"class": "QQQQQQ"})
     assert "No class has the code QQQQQQ" in texts(at)
     assert "class" not in at.query_params
 
 
+@pytest.mark.slow
 def test_an_ended_class_tells_its_students_and_takes_no_more_answers(page):
     teacher, code, secret = start(page)
     student = page(**{"class": code})

@@ -98,6 +98,7 @@ def test_the_check_of_builders_can_fail():
     assert "app.figures.contrast.contrast_figure" not in page_builders("explorer.py")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(FIGURES))
 def test_each_lesson_figure_is_drawn_by_its_builder(kind, model, monkeypatch, short_toy):
     f = FIGURES[kind]
@@ -157,6 +158,7 @@ def test_the_alignment_answer_lists_each_german_words_strongest_english_word(mod
     assert md_escape(f"{rows[t].split(' (')[0]} → {cols[int(np.argmax(z[t]))].split(' (')[0]}") in a.fact
 
 
+@pytest.mark.slow
 def test_the_heads_answer_names_the_heads_core_scores_highest(model):
     sentence = "The cat sat on the mat."
     a = FIGURES["all_heads"].answer(model, {"sentence": sentence})
@@ -166,6 +168,7 @@ def test_the_heads_answer_names_the_heads_core_scores_highest(model):
     assert f"previous word {prev.max():.2f} (layer {layer + 1}, head {head + 1})" in a.fact
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("number", [3, 4])
 def test_the_paper_answers_give_the_best_heads_share(model, number):
     a = FIGURES[f"figure{number}"].answer(model, {"sentence": None})
@@ -184,6 +187,7 @@ def test_the_pronoun_answer_is_the_models_most_probable_form(model):
         FIGURES["pronoun"].answer(model, {"item": 10_000})
 
 
+@pytest.mark.slow
 def test_the_next_word_answer_is_the_models_distribution_after_the_words_given(model):
     options = {"sentence": "The cat sat on the mat.", "after": "Die Katze"}
     a = FIGURES["next_word"].answer(model, options)
@@ -193,6 +197,7 @@ def test_the_next_word_answer_is_the_models_distribution_after_the_words_given(m
     assert f"{h.candidates[0].prob:.0%}" in a.fact and "Die Katze" in FIGURES["next_word"].before(model, options).text
 
 
+@pytest.mark.slow
 def test_the_greedy_or_beam_answer_gives_both_searches_scores(model):
     a = FIGURES["greedy_or_beam"].answer(model, {"sentence": "The cat sat on the mat.", "beam": 3})
     greedy, beam = (model.trace("The cat sat on the mat.", beam=b) for b in (1, 3))
@@ -202,6 +207,7 @@ def test_the_greedy_or_beam_answer_gives_both_searches_scores(model):
         FIGURES["greedy_or_beam"].answer(model, {"sentence": None, "beam": 1})
 
 
+@pytest.mark.slow
 def test_the_toy_answer_shows_before_and_after_training(model, short_toy):
     before = FIGURES["watch_it_learn"].before(model, {"task": "reverse", "digits": "1234"})
     after = FIGURES["watch_it_learn"].answer(model, {"task": "reverse", "digits": "1234"})
@@ -210,6 +216,7 @@ def test_the_toy_answer_shows_before_and_after_training(model, short_toy):
     assert "1234 → 4321" in after.fact and "of 4 rows" in after.fact
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", [None] + SHIPPED, ids=lambda f: "untrained" if f is None else f.name)
 def test_every_step_of_the_shipped_lesson_answers(folder, model, short_toy):
     m = model if folder is None else load_checkpoint(folder)
@@ -219,6 +226,7 @@ def test_every_step_of_the_shipped_lesson_answers(folder, model, short_toy):
         assert f.answer(m, step.options).fig is not None, step.title
 
 
+@pytest.mark.slow
 def test_the_why_answer_is_the_models_own_contrast(model):
     options = {**FIGURES["why"].options, "sentence": "The bank raised its interest rates.", "after": "Die Bank erhöhte"}
     a = FIGURES["why"].answer(model, options)

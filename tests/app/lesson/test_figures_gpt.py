@@ -38,6 +38,7 @@ def test_right_of_diagonal_measures_what_it_says():
     assert G.right_of_diagonal(np.full((4, 4), 0.25)) == pytest.approx((0.75 + 0.5 + 0.25 + 0) / 4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", [None, NEWS], ids=["untrained", "news-small"])
 def test_decoder_alone_draws_both_models_causal_maps(folder, model, gpt):
     m = model if folder is None else load_checkpoint(folder)

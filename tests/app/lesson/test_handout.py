@@ -56,6 +56,7 @@ def test_inline_markdown_escapes_html_and_keeps_emphasis():
     assert inline_markdown("**a:** " + md_escape("The *cat* <unk>.")) == "<b>a:</b> The *cat* &lt;unk&gt;."   # as typed
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(export_problem(True) is not None, reason="kaleido cannot draw here")
 def test_a_figure_is_embedded_as_a_png_shown_at_its_size():
     fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 2]), layout=dict(width=400, height=300))

@@ -64,6 +64,7 @@ def pair_aer(ckpts, line: int, layer, head, shift) -> str:
     return f"{100 * aer:.1f}%"
 
 
+@pytest.mark.slow
 def test_gold_pair_links_and_scoring_every_head(env):
     at = page("plain")
     metrics = {m.label: m.value for m in at.metric}
@@ -85,6 +86,7 @@ def test_gold_pair_links_and_scoring_every_head(env):
     assert any("Chosen on the first" in m.value for m in at.markdown)
 
 
+@pytest.mark.slow
 def test_scored_card_shows_the_grid_and_starts_on_the_chosen_head(env):
     card = json.loads((env / "scored" / "card.json").read_text())["alignment"]
     at = page("scored")
@@ -95,6 +97,7 @@ def test_scored_card_shows_the_grid_and_starts_on_the_chosen_head(env):
     assert any(t.startswith("AER of every head on 4 pairs") for t in charts(at))
 
 
+@pytest.mark.slow
 def test_own_sentence_without_gold(env, tmp_path, monkeypatch):
     monkeypatch.setenv("ATTN_EXPLORER_ALIGNMENT_GOLD", str(tmp_path))      # no gold here
     at = page("plain")
@@ -116,6 +119,7 @@ def in_page_order(node):
         yield from in_page_order(node.children[key])
 
 
+@pytest.mark.slow
 def test_the_map_comes_before_its_scores_and_the_aer_explanation(env):
     # so that the map starts on the first screen of a 1280 x 720 projector (it was at 793 px, now ~610)
     shown = [(e.type, str(getattr(e, "value", ""))) for e in in_page_order(page("plain").main)]

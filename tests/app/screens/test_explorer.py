@@ -59,6 +59,7 @@ def assert_healthy(at):
         assert not el.proto.allow_html
 
 
+@pytest.mark.slow
 def test_page_runs_with_the_untrained_model_and_has_its_widgets(new_app):
     at = new_app(None)
     assert_healthy(at)
@@ -77,6 +78,7 @@ def test_page_runs_with_the_untrained_model_and_has_its_widgets(new_app):
     assert {"PNG", "SVG", "HTML", "Every map of this sentence (HTML)"} <= {b.label for b in at.button}
 
 
+@pytest.mark.slow
 def test_switching_layer_head_or_view_redraws_without_running_the_model_again(new_app, monkeypatch):
     calls = []
     real_attend = core.TranslationModel.attend
@@ -118,6 +120,7 @@ def test_switching_layer_head_or_view_redraws_without_running_the_model_again(ne
     assert len(calls) == 1                          # every switch above reused the cached maps
 
 
+@pytest.mark.slow
 def test_words_special_tokens_and_colour_switches(new_app):
     at = new_app()
     assert figures(at)[0]["data"][0]["zmax"] == 1.0                   # weights compare across heads
@@ -140,6 +143,7 @@ def test_words_special_tokens_and_colour_switches(new_app):
 
 
 
+@pytest.mark.slow
 def test_the_map_of_a_caption_is_short_enough_for_the_first_screen(new_app):
     """At 1280x720 the map's cells start at ~402 px (tests/browser measures it): a 12-word sentence's cells must
     take at most 318 px for the whole map, colour bar included, to end on the first screen."""
@@ -149,6 +153,7 @@ def test_the_map_of_a_caption_is_short_enough_for_the_first_screen(new_app):
     assert len(layout["yaxis"]["ticktext"]) == 12                       # eleven words and </s>
     assert layout["height"] - layout["margin"]["t"] - layout["margin"]["b"] <= 720 - 402
 
+@pytest.mark.slow
 def test_own_target_translation_gives_teacher_forced_maps(new_app):
     at = new_app()
     at.text_area(key="tgt").input("Ein Mann steht auf einer Leiter.").run()
@@ -157,6 +162,7 @@ def test_own_target_translation_gives_teacher_forced_maps(new_app):
     assert "Leiter" in at.code[0].value
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text, message", [("", "empty"), ("   \n\t ", "empty"), ("\x00\x01\x02\x7f", "empty")])
 def test_empty_input_gives_a_message(new_app, text, message):
     at = new_app(text)
@@ -165,6 +171,7 @@ def test_empty_input_gives_a_message(new_app, text, message):
     assert not figures(at)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", [
     "I ❤️ my 🐈 and 👩‍👩‍👧 🇩🇪!",
     "مرحبا بالعالم، שלום עולם",
@@ -181,6 +188,7 @@ def test_unusual_input_is_shown_without_exception(new_app, text):
     assert len(figures(at)) == 1
 
 
+@pytest.mark.slow
 def test_very_long_input_is_cut_with_a_notice(new_app):
     at = new_app(SHORT, tgt="Ein Test.")
     at.text_area(key="src").input("The <b>cat</b> sat on the mat. " * 170).run()
@@ -190,6 +198,7 @@ def test_very_long_input_is_cut_with_a_notice(new_app):
     assert len(figures(at)) == 1
 
 
+@pytest.mark.slow
 def test_broken_checkpoint_shows_an_error_and_the_untrained_model_stays_pickable(tmp_path, new_app):
     broken = tmp_path / "broken"
     broken.mkdir()
@@ -207,6 +216,7 @@ def test_broken_checkpoint_shows_an_error_and_the_untrained_model_stays_pickable
     assert len(figures(at)) == 1
 
 
+@pytest.mark.slow
 def test_the_typed_sentence_and_translation_outlive_a_visit_to_another_page(new_app):
     """Streamlit forgets the value of a widget a rerun does not draw: another page's run must not take the
     student's sentence (or own translation) back to the checkpoint's default."""

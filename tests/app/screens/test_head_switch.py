@@ -41,6 +41,7 @@ def test_a_head_from_the_frame_equals_a_fresh_build(zmax, presenter):
     assert json.dumps(frame, default=lambda a: a.tolist(), sort_keys=True) == before      # the shared frame is intact
 
 
+@pytest.mark.slow
 def test_switching_heads_on_the_page_builds_no_figure(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(tmp_path))          # the untrained model, no checkpoints
     src, tgt = "A man is on a ladder.", "Ein Mann ist auf einer Leiter."

@@ -87,6 +87,7 @@ def charts(at) -> dict:
     return {el.key: _arrays(json.loads(el.proto.spec)) for el in at.get("plotly_chart")}
 
 
+@pytest.mark.slow
 def test_page_runs_and_the_score_selector_changes_the_heatmap(checkpoints):
     at = page()
     assert not at.exception, [e.value for e in at.exception]
@@ -110,6 +111,7 @@ def test_page_runs_and_the_score_selector_changes_the_heatmap(checkpoints):
     assert open_tab(at, "Rollout").checkbox(key="heads_roll_words").value
 
 
+@pytest.mark.slow
 def test_only_the_open_tab_runs(checkpoints, monkeypatch):
     """Opening the page computes the default tab (Head finder) only: no syntax grid (about 10 s on the real dev
     file), rollout, contributions, sweep sentences or comparison; opening the Syntax tab computes its grid."""
@@ -134,6 +136,7 @@ def test_only_the_open_tab_runs(checkpoints, monkeypatch):
     assert not {"contributions", "dev_slice", "comparison"} & calls.keys()    # (its sentence's arcs: one attend)
 
 
+@pytest.mark.slow
 def test_sweep_draws_one_bar_per_head(checkpoints):
     at = page(tab="Switch heads off")
     assert "heads_sweep_chart" not in charts(at)
@@ -158,6 +161,7 @@ def test_head_finder_colours_fit_the_scores_and_its_columns_are_explained(checkp
     assert "end token \\</s\\>" in explained and "spread evenly over every token" in explained   # escaped Markdown
 
 
+@pytest.mark.slow
 def test_a_checkpoint_rewritten_in_place_is_scored_afresh(checkpoints, tokenizer):
     """The page's caches are keyed on the checkpoint's version (its weights' file and time), not on id(model):
     a model loaded after another was evicted may get the evicted one's id, and must not get its scores."""
@@ -218,6 +222,7 @@ def syntax_texts(at) -> str:
     return "\n".join(e.value for kind in ("markdown", "caption", "info", "warning") for e in at.get(kind))
 
 
+@pytest.mark.slow
 def test_syntax_tab_grids_heads_by_relation_and_draws_a_sentence_beside_its_gold_arcs(checkpoints, monkeypatch):
     monkeypatch.setattr(sx, "MIN_ARCS", 1)                     # four sentences: a relation needs one arc a half
     at = page(tab="Syntax")
@@ -235,6 +240,7 @@ def test_syntax_tab_grids_heads_by_relation_and_draws_a_sentence_beside_its_gold
     assert "punct head-&gt;dep" in charts(at)["heads_syn_arcs"]["layout"]["title"]["text"]
 
 
+@pytest.mark.slow
 def test_syntax_tab_says_when_too_few_arcs_and_when_the_dev_file_is_missing(checkpoints, ud_dev):
     at = page(tab="Syntax")                                    # MIN_ARCS 20: four sentences give no grid
     assert not at.exception, [e.value for e in at.exception]

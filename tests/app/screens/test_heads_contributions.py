@@ -1,5 +1,6 @@
 """'What heads do' > Beyond attention: the three views of one sentence, each translated word's source share, and
 the saved faithfulness table (or how to make one), on tiny checkpoints; the tab opened by page(tab=TAB)."""
+import pytest
 import json
 
 import numpy as np
@@ -12,6 +13,7 @@ TABLE = [{"method": m, "what": w, "words": 10, "mean_drop": d, "stderr": 0.1, "m
 TAB = "Beyond attention"
 
 
+@pytest.mark.slow
 def test_the_three_views_and_the_shares(checkpoints):  # noqa: F811
     at = page(tab=TAB)
     assert not at.exception, [e.value for e in at.exception]
@@ -37,6 +39,7 @@ def test_the_three_views_and_the_shares(checkpoints):  # noqa: F811
     assert any("evaluate_faithfulness.py" in i.value for i in at.info)
 
 
+@pytest.mark.slow
 def test_the_saved_faithfulness_table_is_shown(checkpoints):  # noqa: F811
     folder = checkpoints / "ckpts" / "tiny-a"
     (folder / fa.RESULT_FILE).write_text(json.dumps({"sentences": 7, "table": TABLE, "most_faithful": "alti"}))
@@ -51,6 +54,7 @@ def test_the_saved_faithfulness_table_is_shown(checkpoints):  # noqa: F811
     assert not at.exception and any("cannot be read" in w.value for w in at.warning)
 
 
+@pytest.mark.slow
 def test_the_explorer_shows_each_view(checkpoints):  # noqa: F811
     """The explorer's "Show:" swaps the map for the norm-based or ALTI+ one, same rows and columns, and explains it."""
     from streamlit.testing.v1 import AppTest

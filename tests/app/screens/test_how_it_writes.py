@@ -48,6 +48,7 @@ def ok(at):
     return at
 
 
+@pytest.mark.slow
 def test_stepping_reads_the_cached_trace(searches):
     at = ok(page(text="the lazy dog sleeps on the mat"))
     first = len(searches)
@@ -63,12 +64,14 @@ def test_stepping_reads_the_cached_trace(searches):
     assert len(at.get("plotly_chart")) == 3
 
 
+@pytest.mark.slow
 def test_a_link_opens_its_step(searches):
     at = ok(page(text="two young girls are playing", step=2))
     assert at.session_state["hw_step"] == 2
     assert at.session_state["src"] == "two young girls are playing"
 
 
+@pytest.mark.slow
 def test_a_link_holds_the_search_and_the_map_and_a_wrong_value_is_said(searches):
     at = AppTest.from_file(str(PAGE), default_timeout=TIMEOUT)
     at.session_state["checkpoint"] = NAME
@@ -88,6 +91,7 @@ def test_a_link_holds_the_search_and_the_map_and_a_wrong_value_is_said(searches)
     assert any("'3' is not a beam size" in t.value for t in wrong.toast)
 
 
+@pytest.mark.slow
 def test_forcing_a_word_decodes_from_it(searches, tokenizer):
     at = ok(page(text="the quick brown fox"))
     at.text_input(key="hw_typed").set_value("Fuchs")
@@ -99,6 +103,7 @@ def test_forcing_a_word_decodes_from_it(searches, tokenizer):
     assert not any("With your word" in m.value for m in at.markdown)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", ["", "?!… ---", "这是一个句子。", "the fox " * 700])
 def test_odd_input_never_crashes(searches, text):
     at = ok(page(text=None))
@@ -108,6 +113,7 @@ def test_odd_input_never_crashes(searches, text):
         assert at.warning and "empty" in at.warning[0].value
 
 
+@pytest.mark.slow
 def test_sampling_beside_the_searches_repeats_with_its_seed(searches):
     at = ok(page(text="the quick brown fox"))
     ok(at.toggle(key="hw_sampling").set_value(True).run())

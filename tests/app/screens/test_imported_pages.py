@@ -21,12 +21,14 @@ def imported(tmp_path_factory):
     return root / "checkpoints"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", MODEL_PAGES)
 def test_every_page_runs_on_an_fsmt_model(imported, monkeypatch, page):
     at = run(page, "fsmt-tiny", imported, monkeypatch)
     assert not any("This page needs a model" in i.value for i in at.info)          # English -> German: all apply
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page, applies", [("explorer", True), ("paper_figures", True), ("pronouns", False),
                                            ("alignment", False)])
 def test_pages_say_when_the_languages_do_not_fit(imported, monkeypatch, page, applies):
@@ -37,6 +39,7 @@ def test_pages_say_when_the_languages_do_not_fit(imported, monkeypatch, page, ap
         assert "English → German" in said[0] and "translates English → French" in said[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("checkpoint, applies", [("nllb-en-fr", False), ("fsmt-tiny", True)])
 def test_the_heads_pages_bleu_change_needs_english_to_german(imported, monkeypatch, checkpoint, applies):
     at = run("heads", checkpoint, imported, monkeypatch, heads_tab="Switch heads off")   # lazy tabs: this one open

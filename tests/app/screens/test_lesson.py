@@ -45,6 +45,7 @@ def button(at: AppTest, key: str):
     return next(b for b in at.button if b.key == key)
 
 
+@pytest.mark.slow
 def test_a_step_asks_first_and_the_model_answers_on_reveal(app):
     at = app()
     assert heading(at) == "1. Weights" and at.query_params["step"] == "1"
@@ -60,6 +61,7 @@ def test_a_step_asks_first_and_the_model_answers_on_reveal(app):
     assert not any(b.key == "lesson_reveal" for b in at.button)
 
 
+@pytest.mark.slow
 def test_the_url_opens_a_step_and_next_and_previous_move(app):
     at = app("2")
     assert heading(at) == "2. Where it looks"
@@ -77,6 +79,7 @@ def test_a_step_out_of_range_shows_the_nearest(app, step, shown):
     assert heading(at).startswith(f"{shown}.") and at.query_params["step"] == str(shown)
 
 
+@pytest.mark.slow
 def test_the_untrained_model_says_so_with_its_answer(app):
     at = app("2")
     ok(button(at, "lesson_reveal").click().run())

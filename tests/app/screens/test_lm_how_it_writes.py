@@ -58,6 +58,7 @@ def test_it_writes_what_core_writes_and_the_bars_are_each_steps_probabilities(mo
         assert probs[-1] == pytest.approx(w.steps[step].other, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_a_forced_token_is_written_and_the_model_goes_on_from_it(monkeypatch):
     at = run(monkeypatch)
     lm = load_checkpoint(REPO_CHECKPOINTS / "tiny-copy")
@@ -74,6 +75,7 @@ def test_a_forced_token_is_written_and_the_model_goes_on_from_it(monkeypatch):
     assert written_code(at).endswith(" ⟶ " + own.text)
 
 
+@pytest.mark.slow
 def test_sampling_draws_what_its_seed_draws(monkeypatch):
     at = run(monkeypatch, lmw_temperature=1.5, lmw_seed=7)
     lm = load_checkpoint(REPO_CHECKPOINTS / "tiny-copy")
@@ -84,6 +86,7 @@ def test_sampling_draws_what_its_seed_draws(monkeypatch):
     np.testing.assert_allclose(probs[: len(cands)], [c.drawn for c in cands], atol=1e-6)   # what it drew from
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["erasure", "gradient", "integrated"])
 def test_why_this_token_shows_the_contrasts_scores(monkeypatch, method):
     at = run(monkeypatch, lmw_why=True, lmw_method=method)
@@ -100,6 +103,7 @@ def test_why_this_token_shows_the_contrasts_scores(monkeypatch, method):
         assert sorted(c.ranking()[:2]) == [3, 9]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gpt2-tiny", "llama-gqa"])
 def test_imported_language_models_write_on_the_page(folder, monkeypatch, name):
     at = run_page("how_it_writes", name, folder, monkeypatch, lmw_new=4, lmw_why=True)

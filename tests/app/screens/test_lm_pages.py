@@ -37,6 +37,7 @@ def chart_map(at: AppTest, i: int = 0) -> np.ndarray:
     return np.frombuffer(base64.b64decode(z["bdata"]), z["dtype"]).reshape([int(n) for n in z["shape"].split(",")])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gpt2-tiny", "llama-gqa", "bert-tiny", "roberta-tiny", "planted-induction"])
 def test_the_explorer_shows_the_one_map_of_each_head_of_a_language_model(folder, monkeypatch, name):
     at = run("explorer", name, folder, monkeypatch)
@@ -67,6 +68,7 @@ def test_the_explorer_shows_the_one_map_of_each_head_of_a_language_model(folder,
         assert "heads 1, 2 share K/V 1" in kv[0] and "heads 3, 4 share K/V 2" in kv[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("view", ["grid", "lines"])
 def test_all_heads_and_the_head_view_draw_on_a_language_model(folder, monkeypatch, view):
     at = run("explorer", "llama-gqa", folder, monkeypatch, view=view)
@@ -90,12 +92,14 @@ def test_the_pages_that_need_a_translation_say_why_in_one_line(folder, monkeypat
     assert [b.label for b in at.button] == ["Switch to (untrained model)"]    # the only translation model here
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", ["checkpoint", "scaled_attention", "watch_it_learn", "positional_encoding",
                                   "lr_schedule", "qk", "how_it_writes"])
 def test_the_other_pages_render_on_a_language_model(folder, monkeypatch, page):
     run(page, "gpt2-tiny", folder, monkeypatch)
 
 
+@pytest.mark.slow
 def test_the_head_finder_ranks_the_planted_induction_head_first(folder, monkeypatch):
     at = run("heads", "planted-induction", folder, monkeypatch)
     score = at.selectbox(key="lm_heads_score")
@@ -109,6 +113,7 @@ def test_the_head_finder_ranks_the_planted_induction_head_first(folder, monkeypa
     assert (at.dataframe[0].value.iloc[0]["layer"], at.dataframe[0].value.iloc[0]["head"]) == (1, 1)
 
 
+@pytest.mark.slow
 def test_an_encoder_only_model_has_its_own_roles_and_the_other_tabs_say_why(folder, monkeypatch):
     at = run("heads", "bert-tiny", folder, monkeypatch)
     assert at.selectbox(key="lm_heads_score").options[:4] == ["previous token", "next token", "[CLS] sink",

@@ -50,6 +50,7 @@ def z_of(spec: dict, trace: int = 0) -> np.ndarray:
     return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=np.float64)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, rope", [("gpt2-tiny", RopeSettings(10000.0, 64)),
                                         ("qwen2-tiny", RopeSettings(1e6, 8))])
 def test_the_rotary_figures_are_cores_numbers_with_the_models_base(folder, monkeypatch, name, rope):
@@ -75,6 +76,7 @@ def softmax_rows(scores: np.ndarray) -> np.ndarray:
     return e / e.sum(-1, keepdims=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gpt2-tiny", "llama-gqa", "qwen2-tiny", "bert-tiny"])
 def test_the_drawn_scores_softmaxed_are_the_models_own_map(folder, monkeypatch, name):
     text = "the cat sat on the mat and the cat"
@@ -97,6 +99,7 @@ def test_the_drawn_scores_softmaxed_are_the_models_own_map(folder, monkeypatch, 
     assert not at.info                                                        # no "needs a translation model"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gpt2-tiny", "llama-gqa", "bert-tiny"])
 def test_the_real_head_walk_on_a_language_model_is_the_heads_map_row(folder, monkeypatch, name):
     text = "the cat sat on the mat"

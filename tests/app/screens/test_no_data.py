@@ -46,12 +46,14 @@ def machine_paths(empty) -> list[str]:
     return [str(REPO.parent / "shared"), "/work/shared", str(empty)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", sorted(p.stem for p in PAGES.glob("*.py") if p.stem != "__init__"))
 def test_every_page_renders_with_no_data(fresh, page):
     text = texts(run(page))
     assert not any(path in text for path in machine_paths(fresh)), page
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page, tab", list(NEEDS_DATA))
 def test_pages_that_need_data_name_the_command(fresh, page, tab):
     at = run(page, tab)
@@ -62,6 +64,7 @@ def test_pages_that_need_data_name_the_command(fresh, page, tab):
     assert not [b for b in at.button if b.key and b.key.endswith("_fetch")]          # off unless the server allows
 
 
+@pytest.mark.slow
 def test_a_server_that_allows_it_offers_a_button_with_the_licence(fresh, monkeypatch):
     monkeypatch.setenv("ATTN_EXPLORER_DATA_DOWNLOADS", "on")
     at = run("alignment")
@@ -76,6 +79,7 @@ def german_first(talp: str) -> str:
                             for i, j in [x.replace("p", "-").split("-")]) + " \n" for line in talp.splitlines())
 
 
+@pytest.mark.slow
 def test_after_the_command_the_syntax_tab_alignment_and_the_atlas_work(fresh, tmp_path, monkeypatch, capsys):
     from scripts import get_data
     from tests.file_server import FileServer, serve_stand_ins
@@ -100,6 +104,7 @@ def test_after_the_command_the_syntax_tab_alignment_and_the_atlas_work(fresh, tm
     assert "Measured on Encoder self-attention: UD English EWT dev" in texts(atlas)      # the atlas, drawn
 
 
+@pytest.mark.slow
 def test_the_button_fetches_the_data_with_a_progress_bar_and_the_page_then_uses_it(fresh, tmp_path, monkeypatch):
     from tests.file_server import FileServer, serve_stand_ins
     gold = REPO / "tests" / "fixtures" / "alignment_gold"

@@ -82,6 +82,7 @@ def no_checkpoints(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(tmp_path))
 
 
+@pytest.mark.slow
 def test_lr_schedule_prints_the_papers_values_and_follows_warmup(no_checkpoints):
     at = ok(page("lr_schedule"))
     assert [m.value for m in at.metric] == ["1.75e-4", "6.99e-4", "6.25e-4"]
@@ -94,6 +95,7 @@ def test_lr_schedule_prints_the_papers_values_and_follows_warmup(no_checkpoints)
     assert at.metric[0].value == "8.73e-5"                     # 256^-0.5 * 1000 * 8000^-1.5
 
 
+@pytest.mark.slow
 def test_lr_schedule_shows_what_the_run_logged(with_tiny):
     at = ok(page("lr_schedule", with_tiny))
     assert not at.info
@@ -101,6 +103,7 @@ def test_lr_schedule_shows_what_the_run_logged(with_tiny):
     assert "warmup 100" in " ".join(m.value for m in at.markdown)
 
 
+@pytest.mark.slow
 def test_positional_encoding_controls_change_the_figures(no_checkpoints):
     at = ok(page("positional_encoding"))
     charts = [c for c in at.get("plotly_chart") if c.key.startswith("pe_")]      # the sines (RoPE's below them)
@@ -119,6 +122,7 @@ def test_positional_encoding_controls_change_the_figures(no_checkpoints):
     assert any("at least one dimension" in i.value for i in ok(at).info)
 
 
+@pytest.mark.slow
 def test_scaled_attention_steps_and_collapse(no_checkpoints):
     at = ok(page("scaled_attention"))
     assert len(at.dataframe) == 5                              # the Q, K and V editors; the real head's two tables
@@ -133,12 +137,14 @@ def test_scaled_attention_steps_and_collapse(no_checkpoints):
     assert ok(at).dataframe[0].value.shape == (4, 2)
 
 
+@pytest.mark.slow
 def test_checkpoint_page_without_log_or_snapshots(no_checkpoints):
     at = ok(page("checkpoint"))
     infos = " ".join(i.value for i in at.info)
     assert "no training log" in infos and "no attention snapshots" in infos
 
 
+@pytest.mark.slow
 def test_checkpoint_page_replays_snapshots(with_tiny):
     at = ok(page("checkpoint", with_tiny))
     facts = {m.label: m.value for m in at.metric}
@@ -180,6 +186,7 @@ def paper_tab(figure: int, checkpoint: str) -> AppTest:
     return ok(at.run())
 
 
+@pytest.mark.slow
 def test_paper_figures_page_finds_and_draws_heads(with_tiny):
     at = ok(page("paper_figures", with_tiny))
     assert not at.error
@@ -207,6 +214,7 @@ def test_paper_figures_page_finds_and_draws_heads(with_tiny):
     assert any("does not contain the word 'its'" in e.value for e in ok(at).error)
 
 
+@pytest.mark.slow
 def test_figure5_scores_heads_by_the_gold_arcs_they_follow(with_tiny):
     at = paper_tab(5, with_tiny)
     keys = [c.key for c in at.get("plotly_chart")]

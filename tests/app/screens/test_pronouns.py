@@ -57,6 +57,7 @@ def metrics(at) -> dict:
     return {m.label: m.value for m in at.metric}
 
 
+@pytest.mark.slow
 def test_a_set_sentence_shows_the_models_choice_and_where_it_looked(tm):
     at = ok(page(NAME))
     item = P.load_pronoun_set()[0]
@@ -89,6 +90,7 @@ def test_a_set_sentence_shows_the_models_choice_and_where_it_looked(tm):
     assert np.ravel(values(z) if isinstance(z, dict) else z).tolist() == pytest.approx(list(c.src_scores), abs=1e-4)
 
 
+@pytest.mark.slow
 def test_own_sentence_unknown_gender_then_masculine(tm):
     at = ok(page(NAME))
     at.selectbox(key="pr_item").set_value(-1).run()
@@ -105,6 +107,7 @@ def test_own_sentence_unknown_gender_then_masculine(tm):
     assert m["Right for the antecedent?"] == ("yes" if choice.chosen.startswith("sein") else "no")
 
 
+@pytest.mark.slow
 def test_sentences_without_a_pronoun_or_a_german_form_are_explained(tm):
     at = ok(page(NAME))
     at.selectbox(key="pr_item").set_value(-1).run()
@@ -117,6 +120,7 @@ def test_sentences_without_a_pronoun_or_a_german_form_are_explained(tm):
     assert any("first word" in e.value for e in ok(at).error)
 
 
+@pytest.mark.slow
 def test_the_untrained_model_works_and_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(tmp_path))
     at = ok(page())
@@ -139,6 +143,7 @@ def test_builders_pick_the_right_rows(tm):
     assert not any("✓" in x for trace in fig.data for x in trace.x)               # unknown gender: no ticks
 
 
+@pytest.mark.slow
 def test_what_decided_it_shows_the_head_picked(tm):
     """The attention beside the pushes follows the head picked (the mean until then)."""
     at = ok(page(NAME))

@@ -29,6 +29,7 @@ def gap(at: AppTest) -> float:
     return float(re.search(r"at most ([0-9.e+-]+)\.", text).group(1))
 
 
+@pytest.mark.slow
 def test_the_real_head_walk_uses_the_models_numbers(page):
     at = ok(page)
     subheaders = [h.value for h in at.subheader]

@@ -48,6 +48,7 @@ def run(page: str, root, monkeypatch, **state) -> AppTest:
     return at
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", ["heads", "paper_figures", "pronouns", "alignment", "qk", "checkpoint",
                                   "how_it_writes"])
 def test_every_page_runs_on_a_t5_model(checkpoints, monkeypatch, page):
@@ -55,6 +56,7 @@ def test_every_page_runs_on_a_t5_model(checkpoints, monkeypatch, page):
     assert not any("This page needs a model" in i.value for i in at.info)          # English -> German: all apply
 
 
+@pytest.mark.slow
 def test_the_explorer_says_the_prompt_was_added_and_marks_it(checkpoints, monkeypatch):
     at = run("explorer", checkpoints, monkeypatch, src=SENTENCE)
     said = [c.value.replace("\\", "") for c in at.caption if "task prompt" in c.value]     # markdown-escaped
@@ -84,6 +86,7 @@ def test_the_maps_mark_the_prompt_and_the_studies_skip_it(checkpoints):
     assert not lines_up(SENTENCE, r.src_tokens) and lines_up(SENTENCE, alone.src_tokens)
 
 
+@pytest.mark.slow
 def test_the_positional_page_draws_each_heads_learned_bias(checkpoints, monkeypatch):
     at = run("positional_encoding", checkpoints, monkeypatch)
     assert any("has no such table" in h.value for h in at.header)
@@ -92,6 +95,7 @@ def test_the_positional_page_draws_each_heads_learned_bias(checkpoints, monkeypa
     assert len(charts["pe_bias_encoder"]["data"]) == len(charts["pe_bias_decoder"]["data"]) == h   # a line a head
 
 
+@pytest.mark.slow
 def test_the_paper_models_positional_page_draws_no_bias(tmp_path, monkeypatch, tokenizer):
     from tests.helpers import stopping_model
     core.save_checkpoint(tmp_path / "checkpoints" / "paper", stopping_model(len(tokenizer)), tokenizer)
@@ -100,6 +104,7 @@ def test_the_paper_models_positional_page_draws_no_bias(tmp_path, monkeypatch, t
     assert not [c for c in at.get("plotly_chart") if c.key.startswith("pe_bias")]
 
 
+@pytest.mark.slow
 def test_attention_step_by_step_walks_t5s_own_formula(checkpoints, monkeypatch):
     at = run("scaled_attention", checkpoints, monkeypatch)
     assert any("does not use the paper's formula" in i.value for i in at.info)
@@ -108,6 +113,7 @@ def test_attention_step_by_step_walks_t5s_own_formula(checkpoints, monkeypatch):
     assert float(gap.replace("\\", "").split("at most ")[1].rstrip(".")) < 1e-5     # the walk: the model's weights
 
 
+@pytest.mark.slow
 def test_the_report_export_and_the_contrast_work_on_t5(checkpoints):
     from app.figures.report import sentence_report
     tm = core.load_checkpoint(checkpoints / "checkpoints" / "t5-tiny")
@@ -121,6 +127,7 @@ def test_the_report_export_and_the_contrast_work_on_t5(checkpoints):
         assert c.src_words == SENTENCE.split() and np.isfinite(c.src_scores).all()   # the sentence's words only
 
 
+@pytest.mark.slow
 def test_the_atlas_is_computed_on_demand_for_a_t5_model(checkpoints, monkeypatch):
     """Every role of the atlas reads the sentence's words, never the prompt's (core.views.sentence_only)."""
     at = run("heads", checkpoints, monkeypatch, heads_tab="Atlas")              # lazy tabs: this one open

@@ -52,6 +52,7 @@ def watcher(wait_s: float = 30.0) -> AppTest:
         time.sleep(0.25)
 
 
+@pytest.mark.slow
 def test_a_run_is_started_watched_by_another_session_and_stopped_by_its_starter(short_runs):
     teacher = ok(AppTest.from_file(PAGE, default_timeout=60).run())
     assert any("No run yet" in i.value for i in teacher.info)
@@ -70,6 +71,7 @@ def test_a_run_is_started_watched_by_another_session_and_stopped_by_its_starter(
     assert not student.button(key="toy_start").disabled
 
 
+@pytest.mark.slow
 def test_a_full_speed_run_reaches_its_end(short_runs):
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     at.radio(key="toy_speed").set_value("full")
@@ -119,6 +121,7 @@ def array(value) -> np.ndarray:
     return np.asarray(value, dtype=float)
 
 
+@pytest.mark.slow
 def test_learn_to_copy_shows_the_snapshots_of_cores_run(short_copy_runs):
     at = copy_page()
     assert any("No run yet" in i.value for i in at.info) and not at.get("plotly_chart")
@@ -152,6 +155,7 @@ def test_learn_to_copy_shows_the_snapshots_of_cores_run(short_copy_runs):
     assert any("induction head" in c.value and "phase change" in c.value for c in at.caption)   # how to read
 
 
+@pytest.mark.slow
 def test_a_copy_run_is_watched_by_another_session_and_stopped_only_by_its_starter(short_copy_runs):
     teacher = copy_page()
     teacher.text_input(key="copy_name").set_value("Ms Smith")

@@ -62,6 +62,7 @@ def test_dropout_follows_torchs_generator_so_resumed_runs_repeat():
     assert torch.equal(d.eval()(torch.ones(10)), torch.ones(10))
 
 
+@pytest.mark.slow
 def test_attention_dropout_keeps_the_expected_value_of_the_output():
     """Training-mode attention with dropout averages to the dropout-free output (E[mask / (1-p)] = 1)."""
     torch.manual_seed(2)

@@ -75,6 +75,7 @@ def in_threads(*loops):
         raise errors[0]
 
 
+@pytest.mark.slow
 def test_an_ablation_sweep_never_leaks_into_another_thread(served, alone):
     sets, reader_done = ablations(served.model), threading.Event()
     wrong_reads, sweeps, wrong_sweeps = [], [], []
@@ -101,6 +102,7 @@ def test_an_ablation_sweep_never_leaks_into_another_thread(served, alone):
     assert wrong_sweeps == []
 
 
+@pytest.mark.slow
 def test_two_concurrent_ablations_each_get_their_own_result(served, alone):
     enc, cross = whole_layer(served.model, "enc_self", 0), whole_layer(served.model, "cross", 0)
     assert not same(alone[enc], alone[cross])
@@ -117,6 +119,7 @@ def test_two_concurrent_ablations_each_get_their_own_result(served, alone):
     assert same(run(served), alone[()])
 
 
+@pytest.mark.slow
 def test_ablation_leaves_the_served_weights_untouched(served):
     before = {k: v.clone() for k, v in served.model.state_dict().items()}
     for heads in ablations(served.model):

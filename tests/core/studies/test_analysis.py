@@ -238,6 +238,7 @@ def test_ablating_no_head_changes_nothing_and_a_whole_layer_changes_the_output(t
     assert ablation.translate_without(translation_model, texts, ()) == translation_model.translate(texts, beam=1)
 
 
+@pytest.mark.slow
 def test_sweep_reports_progress_and_one_row_per_head(translation_model):
     tm, calls = translation_model, []
     refs = ["ein Mann", "das Wetter ist schön", "zwei Mädchen"]

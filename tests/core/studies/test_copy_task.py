@@ -11,6 +11,7 @@ from core.studies.induction import scores_from_maps
 SHORT = ct.CopyConfig(min_len=4, max_len=8, eval_len=6, eval_batch=32, steps=200, every=50, seed=0)
 
 
+@pytest.mark.slow
 def test_a_short_run_forms_an_induction_head_and_snapshots_measure_what_they_say():
     short_run = ct.train(SHORT)                                 # a few seconds
     first, last = short_run.snapshots[0], short_run.snapshots[-1]

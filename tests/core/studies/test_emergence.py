@@ -127,6 +127,7 @@ def test_emergence_charts_draw_snapshots_final_weights_and_the_log(tmp_path):
     assert emergence_charts(pd.DataFrame(), None, None) == {}
 
 
+@pytest.mark.slow
 def test_record_pronouns_matches_the_models_attention(tokenizer):
     tm = core.TranslationModel(tiny_model(len(tokenizer), N=2, max_len=256), tokenizer)
     anaphora = core.studies.analysis.load_anaphora()[:6]

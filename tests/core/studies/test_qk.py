@@ -83,6 +83,7 @@ def test_pca_of_points_on_a_line_is_a_line_ordered_by_position():
     assert np.abs(coords[:, 1]).max() < 1e-4 and kept[0] > 0.999999
 
 
+@pytest.mark.slow
 def test_pca_agrees_with_scikit_learn_up_to_sign():
     from sklearn.decomposition import PCA
     x = np.random.default_rng(3).normal(size=(200, 12)) * np.arange(1, 13)
@@ -109,6 +110,7 @@ def test_a_shifted_head_draws_queries_and_keys_in_order_of_position():
     np.testing.assert_allclose(coords[T:-1], coords[1:T], atol=0.05 * np.ptp(coords[:, 0]))
 
 
+@pytest.mark.slow
 def test_tsne_gives_two_coordinates_per_point_and_refuses_tiny_sets():
     q, k = shifted_pair(T=20, d=6)
     coords, kept = qk.project(points(q, k), "tsne")
@@ -317,6 +319,7 @@ def test_page_draws_a_head_opens_a_sentence_and_the_whole_layer(tiny_checkpoints
     assert [a["text"] for a in grid["layout"]["annotations"]] == ["head 1", "head 2", "head 3", "<b>head 4 ◀</b>"]
 
 
+@pytest.mark.slow
 def test_page_colours_by_word_projects_with_tsne_and_leaves_out_specials(tiny_checkpoints, monkeypatch):
     monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(tiny_checkpoints))
     at = AppTest.from_file(str(PAGE), default_timeout=120)
@@ -334,6 +337,7 @@ def test_page_colours_by_word_projects_with_tsne_and_leaves_out_specials(tiny_ch
     assert "&lt;/s&gt;" not in names and "</s>" not in names
 
 
+@pytest.mark.slow
 def test_page_without_checkpoints_uses_the_demo_sentences(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTN_EXPLORER_CHECKPOINTS", str(tmp_path))
     at = run_page(AppTest.from_file(str(PAGE), default_timeout=120))

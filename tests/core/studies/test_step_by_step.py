@@ -90,6 +90,7 @@ def test_bad_input_is_refused_in_words(translation_model):
         sbs.capture(translation_model, SRC, kind="self")
 
 
+@pytest.mark.slow
 def test_sessions_capturing_at_once_do_not_mix(translation_model):
     """The hook records the calling thread's calls only: two threads on one shared model keep their own sentences."""
     texts = ["the dog", "two young girls are playing in the park today"]

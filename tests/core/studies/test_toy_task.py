@@ -37,6 +37,7 @@ def test_encoding_and_labels():
         tt.ToyConfig(task="sort")
 
 
+@pytest.mark.slow
 def test_a_short_run_learns_to_look_at_the_mirrored_digit():
     """A few seconds of training: some cross-attention head puts its largest weight on the digit being written for
     most rows of fresh 8-digit strings; before training, none does."""

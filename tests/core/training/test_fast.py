@@ -80,6 +80,7 @@ def cpu_update(model, opt, pairs, idx, clip: float):
     opt.zero_grad(set_to_none=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("norm", ["pre", "post"])
 def test_one_update_on_each_path_from_the_same_state_gives_the_same_weights(norm):
     pairs, lengths = toy_pairs(10, longest=16, seed=4)

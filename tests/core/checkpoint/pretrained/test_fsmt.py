@@ -68,6 +68,7 @@ def test_logits_and_attention_match_transformers(imported, src):
     assert_matches_transformers(tm, hf, src)
 
 
+@pytest.mark.slow
 def test_greedy_matches_generate(imported):
     _, hf, src_tok, _, tm = imported
     assert_greedy_matches_generate(tm, hf, src_tok, SENTENCES[:2])

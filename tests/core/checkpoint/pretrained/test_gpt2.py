@@ -88,6 +88,7 @@ def test_a_tensor_nobody_reads_is_refused(gpt2_dir, tmp_path):
         convert_folder(bad, tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_opened_by_its_hub_id_then_with_no_network(gpt2_dir, tmp_path, monkeypatch):
     with serving({REPO: gpt2_dir}, monkeypatch, tmp_path) as hub:
         lm = open_pretrained(REPO, dtype=torch.float32)

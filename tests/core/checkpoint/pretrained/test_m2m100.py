@@ -86,6 +86,7 @@ def test_the_language_token_is_a_piece_of_each_side(imported):
     assert tm.text(tm.target_ids(TARGET)) == TARGET
 
 
+@pytest.mark.slow
 def test_greedy_matches_generate(imported):
     _, _, hf, tok, tm = imported
     assert_greedy_with_language_token(tm, hf, tok, SENTENCES[:2])

@@ -136,6 +136,7 @@ def _generate(hf, src_ids, max_length):
     return seq[: seq.index(0)] if 0 in seq else seq
 
 
+@pytest.mark.slow
 def test_greedy_matches_generate(marian):
     _, hf, tok, tm = marian
     for i, s in enumerate(SENTENCES[:2]):

@@ -73,6 +73,7 @@ def test_logits_and_attention_match_transformers(imported, src):
     assert_matches_transformers(tm, hf, src)
 
 
+@pytest.mark.slow
 def test_greedy_matches_generate(imported):
     _, hf, tok, tm = imported
     assert_greedy_with_language_token(tm, hf, tok, SENTENCES[:2])

@@ -64,6 +64,7 @@ print(json.dumps({"folder": str(folder), "told": told}))
 """
 
 
+@pytest.mark.slow
 def test_two_processes_opening_one_model_at_once_convert_it_once(hub):
     hub.slow["model.safetensors"] = 3.0            # the first download lasts long enough for the second to arrive
     procs = [subprocess.Popen([sys.executable, "-c", OPEN_IN_A_PROCESS, REPO], stdout=subprocess.PIPE, text=True)
@@ -85,6 +86,7 @@ def test_two_processes_opening_one_model_at_once_convert_it_once(hub):
     assert open_pretrained(REPO).translate(SENTENCES[0])
 
 
+@pytest.mark.slow
 def test_a_conversion_waits_for_the_lock_and_clears_a_killed_ones_leftovers(hub):
     target = converted_dir() / "facebook--wmt19-tiny"
     killed = converted_dir() / ".facebook--wmt19-tiny.k1ll_ed0.tmp"      # as write_checkpoint names its temp folder

@@ -58,6 +58,7 @@ def test_logits_and_attention_match_transformers(imported, src):
     assert max(diff.values()) <= 1e-5, diff          # T5's logits too: its attention is written out as theirs is
 
 
+@pytest.mark.slow
 def test_greedy_matches_generate_with_and_without_the_cache(imported):
     _, _, hf, tok, tm = imported
     assert_greedy_matches_generate(tm, hf, tok, SENTENCES[:2])
@@ -137,6 +138,7 @@ def test_the_paper_model_has_none_of_t5s_options():
     assert model.encoder[0].ffn.w_3 is None and model.encoder[0].ffn.w_1.bias is not None
 
 
+@pytest.mark.slow
 def test_by_hub_id_and_from_a_folder(imported, tmp_path, monkeypatch):
     """The local Hub stand-in serves the tiny model's repo: only the files a conversion reads come (spiece.model
     among them, never the pickle); offline, the Hugging Face cache is enough; the folder opens the same model."""
@@ -157,6 +159,7 @@ def test_by_hub_id_and_from_a_folder(imported, tmp_path, monkeypatch):
     assert by_id.card.extra["imported_from"]["hub"] == f"google/{variant}-tiny"
 
 
+@pytest.mark.slow
 def test_an_id_from_before_owners_opens_the_owners_repo(imported, tmp_path, monkeypatch):
     """'t5-small', as T5's paper and many tutorials spell it, is google-t5/t5-small, as the Hub's redirect has it."""
     variant, repo, _, _, tm = imported
