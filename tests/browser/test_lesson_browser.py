@@ -1,8 +1,9 @@
 """The Lesson page in a real browser, as a class sees it: 1280x720, presenter mode, on the shipped checkpoints (the
 lesson starts on the news one) and on the untrained fallback model. Every step is walked with Next: its question
 first, then Reveal draws the model's answer (on the untrained model only the steps drawn from the checkpoint: the
-others are the same page as on the shipped one); no exception, nothing below the fold; ?step=N opens step N; the
-handout downloads with every step in it. Screenshots of each step go to artifacts/lesson/<model>/ (git-ignored).
+others are the same page as on the shipped one); no exception, nothing below the fold; in the shipped walk, ?step=N
+opens step N and the handout downloads with every step in it. Screenshots of each step go to
+artifacts/lesson/<model>/ (git-ignored).
 Skipped like tests/browser/test_browser.py when Playwright or Chromium is missing.
 """
 import re
@@ -93,6 +94,8 @@ def test_every_step_fits_a_projector_and_reveals_the_models_answer(app_url):
                     page.get_by_role("button", name="Next").click()
                     settle(page)
 
+            if name == "untrained":    # a shared link and the handout are the same browser work on either model:
+                return                 # the shipped walk's (an untrained handout's: tests/app/lesson/test_handout.py)
             page.goto(f"{url}/lesson?step=4")                     # a shared link opens its step
             settle(page)
             assert heading(page) == f"4. {STEPS[3].title}"
