@@ -148,7 +148,7 @@ def restore(page: str, params: list[Param]) -> set[str]:
                 st.session_state[p.key] = p.read(raw)
                 linked.add(p.name)
             except LinkValueError as e:
-                st.toast(str(e), icon=":material/link_off:")
+                st.toast(str(e), icon=":material/link_off:", duration="long")   # 10 s: time to read it
                 if e.nearest is not None:
                     st.session_state[p.key] = e.nearest
         elif p.key not in st.session_state and p.key in saved:
