@@ -58,7 +58,8 @@ def step_number(n_steps: int) -> int:
     except ValueError:
         n = 1
     if not 1 <= n <= n_steps:
-        st.toast(f"This lesson has steps 1 to {n_steps}: showing step {min(max(n, 1), n_steps)}.")
+        st.toast(f"This lesson has steps 1 to {n_steps}: showing step {min(max(n, 1), n_steps)}.",
+                 duration="long")                    # a link's notice, as in app/url_state.py: 10 s to read it
         n = min(max(n, 1), n_steps)
     if st.query_params.get("step") != str(n):
         st.query_params["step"] = str(n)

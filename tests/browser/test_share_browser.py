@@ -57,8 +57,12 @@ def fresh_page(browser, width=1280, height=720):
 
 
 
-def opened(page, address: str):
+def opened(page, address: str, notices: tuple[str, ...] = ()):
+    """The page at `address`, drawn, with no exception; its notices (toasts) waited for as it draws: read after it
+    settles, a loaded machine may already have hidden them."""
     page.goto(address)
+    for notice in notices:
+        page.locator('[data-testid="stToast"]', has_text=notice).first.wait_for()
     settle(page)
     assert page.locator('[data-testid="stException"]').count() == 0, address
     return page
@@ -112,12 +116,8 @@ def test_a_link_to_each_page_opens_the_same_view(url, browser):
     assert map_title(page) == "Encoder-decoder attention, layer 2 of 3, head 3 of 8" and "head=3" in page.url
 
     # an odd link opens the nearest sensible view, with a notice
-    # (the notices are waited for as the page draws: read after it settles, a loaded machine may have hidden them)
-    visitor.goto(f"{url}/?checkpoint=no-such-model&layer=99&head=x")
-    for notice in ("no checkpoint named 'no-such-model'", "There is no layer 99"):
-        visitor.locator('[data-testid="stToast"]', has_text=notice).first.wait_for()
-    settle(visitor)
-    assert visitor.locator('[data-testid="stException"]').count() == 0
+    opened(visitor, f"{url}/?checkpoint=no-such-model&layer=99&head=x",
+           notices=("no checkpoint named 'no-such-model'", "There is no layer 99"))
     assert "layer 6 of 6, head 1 of 8" in map_title(visitor)
     visitor.screenshot(path=str(ARTIFACTS / "share_odd_link.png"))
 
